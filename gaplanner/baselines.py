@@ -1,0 +1,151 @@
+"""The heuristics every search is measured against; each returns a verified plan.
+
+* ``first-fit`` — first-fit decoding of the execution order (start, then index).
+* ``best-fit-coalescing`` — seed 000's time walk: at each step the blocks whose
+  lifetime ended return to a free list sorted by offset, adjacent free blocks
+  coalesce, a new block takes the smallest free block that fits, and when none
+  fits the largest free block is extended to the size needed, the arena grows
+  by the difference and every block above it moves up.
+* ``greedy-size`` — TFLite-style greedy by size: size descending, ties by
+  earlier start, each block into the smallest gap among placed conflicting
+  blocks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numba as nb
+import numpy as np
+
+from gaplanner.placement import decode
+from gaplanner.plan import Plan, make_plan
+from gaplanner.problem import Problem
+
+
+def first_fit_order(problem: Problem) -> np.ndarray:
+    return problem.start_order()
+
+
+def greedy_size_order(problem: Problem) -> np.ndarray:
+    return np.lexsort((np.arange(problem.n), problem.lower, -problem.sizes))
+
+
+def first_fit(problem: Problem) -> Plan:
+    started = time.perf_counter()
+    offsets = decode(problem, first_fit_order(problem))
+    return make_plan(problem, offsets, "first-fit", started)
+
+
+def greedy_size(problem: Problem) -> Plan:
+    started = time.perf_counter()
+    offsets = decode(problem, greedy_size_order(problem), best_fit=True)
+    return make_plan(problem, offsets, "greedy-size", started)
+
+
+@nb.njit(cache=True)
+def _align_up(x, alignment):
+    return (x + alignment - 1) // alignment * alignment
+
+
+@nb.njit(cache=True)
+def _free(free_start, free_end, count, start, end):
+    """Insert [start, end) into the offset-sorted free list, coalescing neighbours."""
+    at = np.searchsorted(free_start[:count], start)
+    merge_prev = at > 0 and free_end[at - 1] == start
+    merge_next = at < count and free_start[at] == end
+    if merge_prev and merge_next:
+        free_end[at - 1] = free_end[at]
+        free_start[at : count - 1] = free_start[at + 1 : count].copy()
+        free_end[at : count - 1] = free_end[at + 1 : count].copy()
+        return count - 1
+    if merge_prev:
+        free_end[at - 1] = end
+        return count
+    if merge_next:
+        free_start[at] = start
+        return count
+    free_start[at + 1 : count + 1] = free_start[at:count].copy()
+    free_end[at + 1 : count + 1] = free_end[at:count].copy()
+    free_start[at] = start
+    free_end[at] = end
+    return count + 1
+
+
+@nb.njit(cache=True)
+def _take(free_start, free_end, count, k, offset, end):
+    """Allocate [offset, end) out of free block k; keep what is left of it."""
+    start, stop = free_start[k], free_end[k]
+    free_start[k : count - 1] = free_start[k + 1 : count].copy()
+    free_end[k : count - 1] = free_end[k + 1 : count].copy()
+    count -= 1
+    if offset > start:
+        count = _free(free_start, free_end, count, start, offset)
+    if stop > end:
+        count = _free(free_start, free_end, count, end, stop)
+    return count
+
+
+@nb.njit(cache=True)
+def _best_fit_coalescing(sizes, alignments, lower, reuse_at, step):
+    n = len(sizes)
+    offsets = np.full(n, -1, np.int64)
+    free_start = np.empty(2 * n + 2, np.int64)
+    free_end = np.empty(2 * n + 2, np.int64)
+    count = 0
+    arena = 0
+    by_start = np.argsort(lower, kind="mergesort")
+    by_release = np.argsort(reuse_at, kind="mergesort")
+    released = 0
+    for b in by_start:
+        t = lower[b]
+        while released < n and reuse_at[by_release[released]] <= t:
+            r = by_release[released]
+            count = _free(free_start, free_end, count, offsets[r], offsets[r] + sizes[r])
+            released += 1
+        size, alignment = sizes[b], alignments[b]
+        best, best_size = -1, np.iinfo(np.int64).max
+        for k in range(count):
+            usable = free_end[k] - _align_up(free_start[k], alignment)
+            if size <= usable < best_size:
+                best, best_size = k, usable
+        if best < 0:
+            largest, largest_size = -1, -1
+            for k in range(count):
+                if free_end[k] - free_start[k] > largest_size:
+                    largest, largest_size = k, free_end[k] - free_start[k]
+            if largest < 0:  # nothing free: an empty block at the top of the arena
+                count = _free(free_start, free_end, count, arena, arena)
+                largest = count - 1
+            cut = free_end[largest]
+            need = _align_up(free_start[largest], alignment) + size - cut
+            shift = _align_up(need, step)
+            for j in range(n):
+                if offsets[j] >= cut:
+                    offsets[j] += shift
+            for k in range(count):
+                if k != largest and free_start[k] >= cut:
+                    free_start[k] += shift
+                    free_end[k] += shift
+            free_end[largest] = cut + shift
+            arena += shift
+            best = largest
+        offset = _align_up(free_start[best], alignment)
+        count = _take(free_start, free_end, count, best, offset, offset + size)
+        offsets[b] = offset
+    return offsets
+
+
+def best_fit_coalescing(problem: Problem) -> Plan:
+    started = time.perf_counter()
+    step = int(np.lcm.reduce(problem.alignments))
+    offsets = _best_fit_coalescing(problem.sizes, problem.alignments, problem.lower, problem.reuse_at, step)
+    return make_plan(problem, offsets, "best-fit-coalescing", started)
+
+
+BASELINES: dict[str, Callable[[Problem], Plan]] = {
+    "first-fit": first_fit,
+    "best-fit-coalescing": best_fit_coalescing,
+    "greedy-size": greedy_size,
+}

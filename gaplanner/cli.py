@@ -1,0 +1,117 @@
+"""The ``gaplanner`` command line.
+
+Every subcommand is a thin shell over library calls; errors the user can fix
+(bad input, an invalid plan) print one line naming the problem and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from gaplanner.baselines import BASELINES
+from gaplanner.errors import GaplannerError, PlanError
+from gaplanner.io import load_problem, read_offsets, write_text
+from gaplanner.schema import document_json_schema
+from gaplanner.verify import find_violation
+
+#: What ``gaplanner plan`` plans when no input is given.
+DEFAULT_INPUT = "example:multicore_fig1b"
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _plan(args: argparse.Namespace) -> int:
+    problem = load_problem(args.input)
+    plan = BASELINES[args.algorithm](problem)
+    text = plan.to_csv() if args.format == "csv" else json.dumps(plan.to_dict(), indent=2)
+    write_text(args.output, text)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    problem = load_problem(args.input)
+    offsets = read_offsets(problem, args.plan)
+    violation = find_violation(problem, offsets)
+    if violation is not None:
+        raise PlanError(f"invalid plan: {violation}")
+    peak = int((offsets + problem.sizes).max())
+    print(f"valid: {problem.n} blocks, peak {peak}, lower bound {problem.lower_bound}")
+    return 0
+
+
+def _bounds(args: argparse.Namespace) -> int:
+    problem = load_problem(args.input)
+    print(
+        json.dumps(
+            {
+                "name": problem.name,
+                "blocks": problem.n,
+                "conflicts": problem.conflicts.edge_count,
+                "total_size": problem.total_size,
+                "lower_bound": problem.lower_bound,
+                "interval_conflicts": problem.interval_conflicts,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    write_text(args.output, json.dumps(document_json_schema(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gaplanner", description="Static memory planning with verified plans."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    plan = sub.add_parser("plan", help="plan an input and print the verified plan")
+    plan.add_argument(
+        "input",
+        nargs="?",
+        default=DEFAULT_INPUT,
+        help=f"graph/buffer JSON, MiniMalloc CSV or example:NAME (default {DEFAULT_INPUT})",
+    )
+    plan.add_argument("--algorithm", choices=sorted(BASELINES), default="greedy-size")
+    plan.add_argument("--output", "-o", help="write here instead of stdout")
+    plan.add_argument("--format", choices=["json", "csv"], default="json")
+    plan.set_defaults(handler=_plan)
+
+    verify = sub.add_parser("verify", help="check a plan against its input")
+    verify.add_argument("input")
+    verify.add_argument("plan", help="a JSON plan (from 'plan') or a CSV with id,offset columns")
+    verify.set_defaults(handler=_verify)
+
+    bounds = sub.add_parser("bounds", help="blocks, conflicts and the lower bound of an input")
+    bounds.add_argument("input")
+    bounds.set_defaults(handler=_bounds)
+
+    schema = sub.add_parser("schema", help="print the input document's JSON Schema")
+    schema.add_argument("--output", "-o")
+    schema.set_defaults(handler=_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except GaplannerError as exc:
+        print(f"gaplanner: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"gaplanner: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Reading inputs and plans, writing plans.
+
+Inputs: graph / buffer-list JSON documents (see :mod:`gaplanner.schema`),
+MiniMalloc CSV files (``id,lower,upper,size``, half-open lifetimes; the legacy
+``start,end`` columns with an inclusive ``end`` are read too), and the bundled
+examples as ``example:NAME``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gaplanner.errors import InputError
+from gaplanner.problem import Problem, build_problem, problem_from_arrays
+from gaplanner.schema import parse_document
+
+EXAMPLE_PREFIX = "example:"
+
+
+def example_names() -> list[str]:
+    """Names of the bundled examples (``example:NAME``)."""
+    folder = resources.files("gaplanner") / "examples"
+    return sorted(p.name.rsplit(".", 1)[0] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def _resolve(source: str | Path) -> Path:
+    text = str(source)
+    if text.startswith(EXAMPLE_PREFIX):
+        name = text.removeprefix(EXAMPLE_PREFIX)
+        if name not in example_names():
+            raise InputError(f"unknown example {name!r}; known: {', '.join(example_names())}", "input")
+        return Path(str(resources.files("gaplanner") / "examples" / f"{name}.json"))
+    path = Path(text)
+    if not path.is_file():
+        raise InputError(f"no such file: {text}", "input")
+    return path
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path.name} is not valid JSON ({exc})", "input") from None
+
+
+def problem_from_json(data: Any, name: str | None = None) -> Problem:
+    """A problem from parsed JSON data (a graph or buffer-list document)."""
+    return build_problem(parse_document(data), name)
+
+
+def _integer_column(rows: list[dict[str, str]], column: str, first_line: int) -> np.ndarray:
+    values = np.empty(len(rows), np.int64)
+    for i, row in enumerate(rows):
+        try:
+            values[i] = int(row[column])
+        except (TypeError, ValueError):
+            raise InputError(
+                f"expected an integer, got {row[column]!r}", f"line {first_line + i}, column {column}"
+            ) from None
+    return values
+
+
+def _csv_rows(lines: Iterable[str], name: str) -> tuple[list[str], list[dict[str, str]]]:
+    reader = csv.DictReader(lines, skipinitialspace=True)
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    reader.fieldnames = header
+    rows = list(reader)
+    if not rows:
+        raise InputError(f"{name} has no buffers", "input")
+    return header, rows
+
+
+def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
+    """A problem from MiniMalloc CSV text."""
+    header, rows = _csv_rows(text.splitlines(), name)
+    if {"lower", "upper"} <= set(header):
+        lower, upper = _integer_column(rows, "lower", 2), _integer_column(rows, "upper", 2)
+    elif {"start", "end"} <= set(header):  # MiniMalloc's legacy columns: inclusive end
+        lower, upper = _integer_column(rows, "start", 2), _integer_column(rows, "end", 2) + 1
+    else:
+        raise InputError("the header needs columns id,lower,upper,size", "header")
+    if "size" not in header:
+        raise InputError("the header needs a size column", "header")
+    id_column = "id" if "id" in header else "buffer" if "buffer" in header else None
+    ids = tuple(row[id_column] for row in rows) if id_column else None
+    return problem_from_arrays(_integer_column(rows, "size", 2), lower, upper, ids=ids, name=name)
+
+
+def load_problem(source: str | Path) -> Problem:
+    """A problem from a JSON document, a MiniMalloc CSV or ``example:NAME``."""
+    path = _resolve(source)
+    name = path.name.rsplit(".", 1)[0]
+    if path.suffix.lower() == ".csv":
+        return problem_from_csv_text(path.read_text(encoding="utf-8"), name)
+    return problem_from_json(_read_json(path), name)
+
+
+def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
+    """Offsets of a plan file (the JSON plan, or a CSV with ``id`` and ``offset`` columns)."""
+    path = _resolve(source)
+    if path.suffix.lower() == ".csv":
+        header, rows = _csv_rows(path.read_text(encoding="utf-8").splitlines(), path.name)
+        if not {"id", "offset"} <= set(header):
+            raise InputError("a CSV plan needs id and offset columns", "plan")
+        pairs = dict(zip((r["id"] for r in rows), _integer_column(rows, "offset", 2), strict=True))
+    else:
+        data = _read_json(path)
+        blocks = data.get("blocks") if isinstance(data, dict) else None
+        if not isinstance(blocks, list):
+            raise InputError("a JSON plan needs a 'blocks' list", "plan.blocks")
+        try:
+            pairs = {str(b["id"]): int(b["offset"]) for b in blocks}
+        except (KeyError, TypeError, ValueError):
+            raise InputError("every block needs an id and an integer offset", "plan.blocks") from None
+    missing = [bid for bid in problem.ids if bid not in pairs]
+    if missing:
+        raise InputError(f"the plan has no offset for block {missing[0]!r}", "plan.blocks")
+    extra = set(pairs) - set(problem.ids)
+    if extra:
+        raise InputError(f"the plan places unknown block {sorted(extra)[0]!r}", "plan.blocks")
+    return np.array([pairs[bid] for bid in problem.ids], np.int64)
+
+
+def write_text(path: str | Path | None, text: str) -> None:
+    """Write to a file, or to stdout when ``path`` is None or ``-``."""
+    if path is None or str(path) == "-":
+        print(text, end="" if text.endswith("\n") else "\n")
+    else:
+        Path(path).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

@@ -1,0 +1,149 @@
+"""The planning problem: blocks, their conflicts and a lower bound.
+
+:func:`build_problem` is the one entry from an input document to everything
+the searches need. Blocks are indexed ``0..n-1`` in document order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gaplanner.bounds import max_load
+from gaplanner.conflicts import (
+    ConflictGraph,
+    conflicts_from_intervals,
+    conflicts_from_partial_order,
+)
+from gaplanner.errors import InputError
+from gaplanner.graph import analyse_graph, reuse_times
+from gaplanner.schema import Document
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Blocks to place and the pairs that may not share memory.
+
+    ``lower``/``upper`` are half-open lifetimes on the problem's time axis (the
+    buffer list's own times, or positions in a linear extension of a graph's
+    operator order). When ``interval_conflicts`` is true two blocks conflict
+    exactly when these lifetimes overlap; otherwise (multi-core graphs) the
+    conflict graph is the authority and ``reuse_at`` gives, per block, the time
+    from which blocks written later may take its space.
+    """
+
+    name: str
+    ids: tuple[str, ...]
+    sizes: np.ndarray
+    alignments: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    reuse_at: np.ndarray
+    conflicts: ConflictGraph
+    interval_conflicts: bool
+    lower_bound: int
+
+    @property
+    def n(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def total_size(self) -> int:
+        return int(self.sizes.sum())
+
+    def start_order(self) -> np.ndarray:
+        """Blocks in execution order: by start time, then index."""
+        return np.lexsort((np.arange(self.n), self.lower))
+
+
+def _from_buffers(doc: Document, name: str) -> Problem:
+    buffers = doc.buffers or []
+    return problem_from_arrays(
+        np.array([b.size for b in buffers], np.int64),
+        np.array([b.lower for b in buffers], np.int64),
+        np.array([b.upper for b in buffers], np.int64),
+        ids=tuple(b.id for b in buffers),
+        alignment=doc.alignment,
+        name=name,
+    )
+
+
+def _interval_problem(
+    name: str,
+    ids: tuple[str, ...],
+    sizes: np.ndarray,
+    alignments: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+) -> Problem:
+    return Problem(
+        name=name,
+        ids=ids,
+        sizes=sizes,
+        alignments=alignments,
+        lower=lower,
+        upper=upper,
+        reuse_at=upper,
+        conflicts=conflicts_from_intervals(lower, upper),
+        interval_conflicts=True,
+        lower_bound=max_load(lower, upper, sizes),
+    )
+
+
+def _from_graph(doc: Document, name: str) -> Problem:
+    blocks = analyse_graph(doc)
+    if blocks.after_readers is None:
+        return _interval_problem(
+            name, blocks.ids, blocks.sizes, blocks.alignments, blocks.lower, blocks.upper
+        )
+    return Problem(
+        name=name,
+        ids=blocks.ids,
+        sizes=blocks.sizes,
+        alignments=blocks.alignments,
+        lower=blocks.lower,
+        upper=blocks.upper,
+        reuse_at=reuse_times(blocks),
+        conflicts=conflicts_from_partial_order(blocks.after_readers, blocks.writer),
+        interval_conflicts=False,
+        lower_bound=max_load(blocks.lower, blocks.upper, blocks.sizes),
+    )
+
+
+def build_problem(doc: Document, name: str | None = None) -> Problem:
+    """Blocks, conflicts and lower bound of a validated document."""
+    label = name or doc.name or "problem"
+    return _from_graph(doc, label) if doc.is_graph else _from_buffers(doc, label)
+
+
+def problem_from_arrays(
+    sizes: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    ids: tuple[str, ...] | None = None,
+    alignment: int = 1,
+    name: str = "problem",
+) -> Problem:
+    """An interval problem straight from arrays (CSV readers, tests, generators)."""
+    sizes = np.asarray(sizes, np.int64)
+    lower = np.asarray(lower, np.int64)
+    upper = np.asarray(upper, np.int64)
+    if len(sizes) == 0:
+        raise InputError("no blocks", "buffers")
+    if not (len(sizes) == len(lower) == len(upper)):
+        raise InputError("sizes, lower and upper differ in length", "buffers")
+    if (bad := np.flatnonzero(sizes <= 0)).size:
+        raise InputError(f"size must be positive, got {sizes[bad[0]]}", f"buffers[{bad[0]}].size")
+    if (bad := np.flatnonzero(upper <= lower)).size:
+        i = bad[0]
+        raise InputError(f"upper ({upper[i]}) must be greater than lower ({lower[i]})", f"buffers[{i}].upper")
+    ids = ids if ids is not None else tuple(str(i) for i in range(len(sizes)))
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        for i, bid in enumerate(ids):
+            if bid in seen:
+                raise InputError(f"duplicate buffer id {bid!r}", f"buffers[{i}].id")
+            seen.add(bid)
+    return _interval_problem(name, ids, sizes, np.full(len(sizes), alignment, np.int64), lower, upper)

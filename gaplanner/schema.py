@@ -1,0 +1,186 @@
+"""Input documents: pydantic models for graph JSON and buffer lists.
+
+A document carries either a *graph* (``tensors`` + ``operators`` and optional
+cross-core ``sync`` edges) or a *buffer list* (``buffers`` with half-open
+lifetimes). :func:`parse_document` turns raw JSON data into a validated
+:class:`Document` and converts pydantic's errors into one :class:`InputError`
+naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gaplanner.errors import InputError
+
+#: Bytes per element of the dtypes a tensor may declare.
+DTYPE_BYTES: dict[str, int] = {
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "float8": 1,
+    "float8_e4m3": 1,
+    "float8_e5m2": 1,
+    "int16": 2,
+    "uint16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "complex64": 8,
+    "complex128": 16,
+}
+
+Identifier = Annotated[str, Field(min_length=1, max_length=256)]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tensor(_Strict):
+    """A tensor (block). Give ``size`` in bytes, or ``shape`` and ``dtype``."""
+
+    id: Identifier
+    size: PositiveInt | None = Field(None, description="Size in bytes.")
+    shape: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="Dimensions; bytes = product(shape) * bytes(dtype)."
+    )
+    dtype: str | None = Field(None, description=f"One of {', '.join(DTYPE_BYTES)}.")
+    alignment: PositiveInt | None = Field(
+        None, description="This tensor's offset must be a multiple of it (and of the graph's)."
+    )
+    part_of: Identifier | None = Field(
+        None, description="The whole tensor this one is a per-core part of (multi-core splits)."
+    )
+
+    @model_validator(mode="after")
+    def _size_or_shape(self) -> Self:
+        if self.size is None and self.shape is None:
+            raise ValueError("give either 'size' or 'shape' and 'dtype'")
+        if self.shape is None:
+            if self.dtype is not None:
+                raise ValueError("'dtype' needs a 'shape'")
+            return self
+        if self.dtype is None:
+            raise ValueError("'shape' needs a 'dtype'")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"unknown dtype {self.dtype!r}")
+        if self._shape_bytes() <= 0:
+            raise ValueError("shape x dtype gives 0 bytes; sizes must be positive")
+        if self.size is not None and self.size != self._shape_bytes():
+            raise ValueError(f"'size' {self.size} disagrees with shape x dtype = {self._shape_bytes()}")
+        return self
+
+    def _shape_bytes(self) -> int:
+        assert self.shape is not None and self.dtype is not None
+        return math.prod(self.shape) * DTYPE_BYTES.get(self.dtype, 0)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size if self.size is not None else self._shape_bytes()
+
+
+class Operator(_Strict):
+    """An operator. Its position in ``operators`` is its place in its core's program."""
+
+    id: Identifier
+    inputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it reads.")
+    outputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it writes.")
+    core: Annotated[int, Field(ge=0)] = Field(0, description="The core whose program runs it.")
+
+
+class SyncEdge(_Strict):
+    """An explicit cross-core ordering: operator ``before`` finishes before ``after`` starts."""
+
+    before: Identifier
+    after: Identifier
+
+
+class Buffer(_Strict):
+    """A block with a known half-open lifetime ``[lower, upper)`` (MiniMalloc's convention)."""
+
+    id: Identifier
+    lower: int
+    upper: int
+    size: PositiveInt
+
+    @model_validator(mode="after")
+    def _non_empty_lifetime(self) -> Self:
+        if self.upper <= self.lower:
+            raise ValueError(f"upper ({self.upper}) must be greater than lower ({self.lower})")
+        return self
+
+
+class Document(_Strict):
+    """A planning input: a graph (tensors + operators) or a buffer list."""
+
+    name: str | None = Field(None, description="A label carried into the plan.")
+    alignment: PositiveInt = Field(1, description="Every offset is a multiple of it (bytes).")
+    tensors: list[Tensor] | None = None
+    operators: list[Operator] | None = None
+    sync: list[SyncEdge] = Field(default_factory=list, description="Cross-core ordering edges.")
+    buffers: list[Buffer] | None = None
+
+    @model_validator(mode="after")
+    def _graph_or_buffers(self) -> Self:
+        has_graph = self.tensors is not None or self.operators is not None
+        if has_graph and self.buffers is not None:
+            raise ValueError("give either 'tensors'/'operators' or 'buffers', not both")
+        if self.buffers is not None:
+            if not self.buffers:
+                raise ValueError("'buffers' is empty")
+            if self.sync:
+                raise ValueError("'sync' only applies to graphs")
+            return self
+        if not self.tensors:
+            raise ValueError("'tensors' is missing or empty (or give 'buffers')")
+        if not self.operators:
+            raise ValueError("'operators' is missing or empty")
+        return self
+
+    @property
+    def is_graph(self) -> bool:
+        return self.buffers is None
+
+    @property
+    def block_count(self) -> int:
+        return len(self.buffers) if self.buffers is not None else len(self.tensors or [])
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path
+
+
+def parse_document(data: Any) -> Document:
+    """Validate raw JSON data into a :class:`Document`; raise :class:`InputError` otherwise."""
+    if not isinstance(data, dict):
+        raise InputError("a document must be a JSON object with 'tensors'/'operators' or 'buffers'")
+    try:
+        return Document.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        message = first["msg"].removeprefix("Value error, ")
+        raise InputError(message, _field_path(first["loc"]) or None) from None
+
+
+def document_json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`Document` (exported to ``gaplanner/schema/``)."""
+    schema = Document.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "gaplanner input document"
+    return schema

@@ -1,0 +1,151 @@
+"""The command line: outputs, round trips and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gaplanner.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, content: object) -> str:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return str(path)
+
+
+def test_plan_prints_the_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "example:seed000_queue", "--algorithm", "best-fit-coalescing")
+    plan = json.loads(out)
+    assert code == 0
+    assert plan["peak"] == 5120 and plan["lower_bound"] == 5120 and plan["ratio"] == 1.0
+    assert [b["offset"] for b in plan["blocks"]] == [0, 2048, 4096, 0, 4096, 0]
+    assert {"algorithm", "elapsed_seconds", "optimal"} <= plan.keys()
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_plan_then_verify_round_trip(capsys, tmp_path: Path, fmt: str) -> None:
+    out_file = tmp_path / f"plan.{fmt}"
+    code, _, _ = run(capsys, "plan", "example:multicore_fig1b", "--format", fmt, "-o", str(out_file))
+    assert code == 0
+    if fmt == "csv":
+        assert out_file.read_text().splitlines()[0] == "id,lower,upper,size,offset"
+    code, out, _ = run(capsys, "verify", "example:multicore_fig1b", str(out_file))
+    assert code == 0 and out.startswith("valid")
+
+
+def test_verify_names_the_first_violation(capsys, tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.json"
+    run(capsys, "plan", "example:seed000_queue", "-o", str(plan_file))
+    plan = json.loads(plan_file.read_text())
+    plan["blocks"][1]["offset"] = plan["blocks"][0]["offset"]  # out0 and out1 conflict
+    plan_file.write_text(json.dumps(plan))
+    code, _, err = run(capsys, "verify", "example:seed000_queue", str(plan_file))
+    assert code == 2
+    assert "'out0'" in err and "'out1'" in err and "overlap" in err
+
+
+def test_bounds(capsys) -> None:
+    code, out, _ = run(capsys, "bounds", "example:seed000_queue")
+    report = json.loads(out)
+    assert code == 0 and report["blocks"] == 6 and report["lower_bound"] == 5120
+    # Inclusive lifetimes (0,2) (1,4) (2,3) (3,4) (4,5) (5,5): pairs 01 02 12 13 14 23 34 45.
+    assert report["conflicts"] == 8
+
+
+GRAPH_OP = {"id": "op", "inputs": [], "outputs": ["a"]}
+BAD_INPUTS = {
+    "malformed": ("{not json", "not valid JSON"),
+    "empty": ({}, "'tensors' is missing or empty"),
+    "empty_buffers": ({"buffers": []}, "'buffers' is empty"),
+    "unknown_tensor": (
+        {
+            "tensors": [{"id": "a", "size": 4}],
+            "operators": [{"id": "op", "inputs": ["zz"], "outputs": ["a"]}],
+        },
+        "operators[0].inputs[0]: unknown tensor id 'zz'",
+    ),
+    "duplicate_tensor": (
+        {"tensors": [{"id": "a", "size": 4}, {"id": "a", "size": 4}], "operators": [GRAPH_OP]},
+        "tensors[1].id: duplicate tensor id 'a'",
+    ),
+    "cycle": (
+        {
+            "tensors": [{"id": "a", "size": 4}, {"id": "b", "size": 4}],
+            "operators": [
+                {"id": "f", "inputs": ["b"], "outputs": ["a"]},
+                {"id": "g", "inputs": ["a"], "outputs": ["b"]},
+            ],
+        },
+        "cycle",
+    ),
+    "cross_core_cycle": (
+        {
+            "tensors": [{"id": "a", "size": 4}, {"id": "b", "size": 4}],
+            "operators": [
+                {"id": "f", "inputs": ["b"], "outputs": ["a"], "core": 0},
+                {"id": "g", "inputs": ["a"], "outputs": ["b"], "core": 1},
+            ],
+        },
+        "cycle",
+    ),
+    "negative_size": ({"tensors": [{"id": "a", "size": -4}], "operators": [GRAPH_OP]}, "tensors[0].size"),
+    "zero_size": ({"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 0}]}, "buffers[0].size"),
+    "upper_not_after_lower": (
+        {"buffers": [{"id": "a", "lower": 3, "upper": 3, "size": 1}]},
+        "buffers[0]: upper (3) must be greater than lower (3)",
+    ),
+    "unknown_field": (
+        {"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 1, "sise": 2}]},
+        "buffers[0].sise",
+    ),
+    "unknown_sync_operator": (
+        {
+            "tensors": [{"id": "a", "size": 4}],
+            "operators": [GRAPH_OP],
+            "sync": [{"before": "op", "after": "x"}],
+        },
+        "sync[0].after: unknown operator id 'x'",
+    ),
+    "csv_not_integer": ("id,lower,upper,size\n0,0,x,4\n", "line 2, column upper"),
+    "csv_empty": ("id,lower,upper,size\n", "no buffers"),
+    "csv_bad_header": ("a,b,c\n1,2,3\n", "header"),
+    "csv_upper_before_lower": ("id,lower,upper,size\n0,5,2,4\n", "buffers[0].upper"),
+    "csv_duplicate_id": ("id,lower,upper,size\n0,0,2,4\n0,1,3,4\n", "duplicate buffer id '0'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_clear_line(capsys, tmp_path: Path, case: str) -> None:
+    content, expected = BAD_INPUTS[case]
+    suffix = "csv" if case.startswith("csv") else "json"
+    code, out, err = run(capsys, "plan", write(tmp_path, f"in.{suffix}", content))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("gaplanner: error:")
+    assert expected in err
+
+
+def test_missing_file_and_unknown_example(capsys) -> None:
+    code, _, err = run(capsys, "plan", "/nonexistent/graph.json")
+    assert code == 2 and "no such file" in err
+    code, _, err = run(capsys, "plan", "example:nope")
+    assert code == 2 and "unknown example 'nope'" in err
+
+
+def test_bad_input_has_no_traceback_in_a_real_process(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.json", {"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": -1}]})
+    result = subprocess.run(
+        [sys.executable, "-m", "gaplanner.cli", "plan", bad], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "buffers[0].size" in result.stderr
