@@ -2,8 +2,9 @@
 
 Inputs: graph / buffer-list JSON documents (see :mod:`gaplanner.schema`),
 MiniMalloc CSV files (``id,lower,upper,size``, half-open lifetimes; the legacy
-``start,end`` columns with an inclusive ``end`` are read too), and the bundled
-examples as ``example:NAME``.
+``start,end`` columns with an inclusive ``end`` are read too), the bundled
+examples as ``example:NAME`` and the model zoo as ``zoo:NAME`` or
+``zoo:NAME@N`` (split over N cores, see :mod:`gaplanner.zoo`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem, build_problem, problem_from_arrays
 from gaplanner.schema import parse_document
+from gaplanner.zoo import ZOO_PREFIX, zoo_document
 
 EXAMPLE_PREFIX = "example:"
 
@@ -94,7 +96,10 @@ def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
 
 
 def load_problem(source: str | Path) -> Problem:
-    """A problem from a JSON document, a MiniMalloc CSV or ``example:NAME``."""
+    """A problem from a JSON document, a MiniMalloc CSV, ``example:NAME`` or ``zoo:NAME[@N]``."""
+    if str(source).startswith(ZOO_PREFIX):
+        doc = zoo_document(str(source))
+        return build_problem(doc, doc.name)
     path = _resolve(source)
     name = path.name.rsplit(".", 1)[0]
     if path.suffix.lower() == ".csv":
