@@ -5,89 +5,101 @@ the lowest aligned offset where it overlaps no already-placed conflicting
 block; *best-fit* puts it into the smallest gap between placed conflicting
 blocks that holds it (the top of the arena when none does).
 
-Both gather the placed neighbours' address ranges, sort them by start (an
-insertion sort for the usual short lists, a merge sort for long ones) and
-scan once. Cost: O(sum of degrees x log degree) per decode.
+Both gather the placed neighbours' address ranges. First-fit sweeps them,
+jumping the candidate offset past every overlapping range until none
+overlaps; best-fit sorts them by start (an in-place sort of packed integer
+keys) and scans the gaps once. Cost: O(sum of degrees x log degree) per decode.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba as nb
 import numpy as np
 
+from gaplanner.errors import InputError
 from gaplanner.problem import Problem
-
-_INSERTION_SORT_LIMIT = 24
 
 
 @nb.njit(cache=True, inline="always")
 def _align_up(x, alignment):
-    return (x + alignment - 1) // alignment * alignment
+    return x if alignment == 1 else (x + alignment - 1) // alignment * alignment
 
 
 @nb.njit(cache=True)
-def _placed_neighbours(b, sizes, indptr, indices, offsets, starts, ends):
-    """Fill starts/ends with the placed neighbours of b, sorted by start; return their count."""
+def _gather_placed(b, sizes, indptr, indices, offsets, starts, ends):
+    """Copy the address ranges of b's placed neighbours into starts/ends; return their count.
+
+    Branch-free: every neighbour is written and the count only advances for
+    placed ones (offset >= 0), which avoids a mispredicted branch per edge.
+    """
     count = 0
-    for k in range(indptr[b], indptr[b + 1]):
-        j = indices[k]
-        if offsets[j] >= 0:
-            starts[count] = offsets[j]
-            ends[count] = offsets[j] + sizes[j]
-            count += 1
-    if count <= _INSERTION_SORT_LIMIT:
-        for p in range(1, count):
-            s, e = starts[p], ends[p]
-            q = p
-            while q > 0 and starts[q - 1] > s:
-                starts[q] = starts[q - 1]
-                ends[q] = ends[q - 1]
-                q -= 1
-            starts[q] = s
-            ends[q] = e
-    else:
-        perm = np.argsort(starts[:count], kind="mergesort")
-        sorted_ends = ends[:count][perm]
-        starts[:count] = starts[:count][perm]
-        ends[:count] = sorted_ends
+    for e in range(indptr[b], indptr[b + 1]):
+        j = indices[e]
+        offset = offsets[j]
+        starts[count] = offset
+        ends[count] = offset + sizes[j]
+        count += offset >= 0
     return count
 
 
 @nb.njit(cache=True)
-def _first_fit_offset(size, alignment, starts, ends, count):
-    candidate = 0
-    for p in range(count):
-        if starts[p] >= candidate + size:
-            break
-        if ends[p] > candidate:
-            candidate = _align_up(ends[p], alignment)
-    return candidate
+def _sort_by_start(starts, count, keys, index_bits):
+    """Fill keys with ``start << index_bits | k`` for k < count, sorted."""
+    for k in range(count):
+        keys[k] = (starts[k] << index_bits) | k
+    keys[:count].sort()
 
 
 @nb.njit(cache=True)
-def _best_fit_offset(size, alignment, starts, ends, count):
+def _first_fit_offset(size, alignment, starts, ends, count):
+    """Lowest aligned offset where [offset, offset + size) meets none of the ranges.
+
+    Jump past every range overlapping the candidate (no offset below the highest
+    of their ends fits) until none does. Branch-free, so the loop vectorizes; it
+    beats sorting the ranges even for thousands of them (experiments/bench_decoder.py).
+    """
+    candidate = 0
+    while True:
+        top = candidate
+        limit = candidate + size
+        for p in range(count):
+            hit = (starts[p] < limit) & (ends[p] > candidate)
+            top = max(top, ends[p] if hit else candidate)
+        if top == candidate:
+            return candidate
+        candidate = _align_up(top, alignment)
+
+
+@nb.njit(cache=True)
+def _best_fit_offset(size, alignment, starts, ends, count, keys, index_bits):
+    _sort_by_start(starts, count, keys, index_bits)
+    mask = (1 << index_bits) - 1
     frontier = 0
     best = -1
     best_gap = np.iinfo(np.int64).max
     for p in range(count):
+        k = keys[p] & mask
         start = _align_up(frontier, alignment)
-        gap = starts[p] - start
+        gap = starts[k] - start
         if size <= gap < best_gap:
             best, best_gap = start, gap
-        if ends[p] > frontier:
-            frontier = ends[p]
+        if ends[k] > frontier:
+            frontier = ends[k]
     return best if best >= 0 else _align_up(frontier, alignment)
 
 
 @nb.njit(cache=True)
-def decode_into(order, sizes, alignments, indptr, indices, best_fit, offsets, starts, ends):
-    """Place blocks in ``order``; write offsets; return the peak. Scratch arrays: max degree."""
+def decode_into(order, sizes, alignments, indptr, indices, best_fit, index_bits, offsets, scratch):
+    """Place blocks in ``order``; write offsets; return the peak. ``scratch``: (3, max degree)."""
+    starts, ends, keys = scratch[0], scratch[1], scratch[2]
     offsets[:] = -1
     peak = 0
     for b in order:
-        count = _placed_neighbours(b, sizes, indptr, indices, offsets, starts, ends)
+        count = _gather_placed(b, sizes, indptr, indices, offsets, starts, ends)
         if best_fit:
-            offset = _best_fit_offset(sizes[b], alignments[b], starts, ends, count)
+            offset = _best_fit_offset(sizes[b], alignments[b], starts, ends, count, keys, index_bits)
         else:
             offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, count)
         offsets[b] = offset
@@ -97,20 +109,80 @@ def decode_into(order, sizes, alignments, indptr, indices, best_fit, offsets, st
 
 
 @nb.njit(cache=True, parallel=True)
-def decode_population_into(orders, sizes, alignments, indptr, indices, best_fit, offsets):
+def decode_population_into(orders, sizes, alignments, indptr, indices, best_fit, index_bits, offsets):
     """Decode every row of ``orders`` (one individual each) in parallel; return peaks."""
     population = orders.shape[0]
     peaks = np.empty(population, np.int64)
-    max_degree = 1
+    width = 1
     for b in range(len(sizes)):
-        max_degree = max(max_degree, indptr[b + 1] - indptr[b])
+        width = max(width, indptr[b + 1] - indptr[b])
     for i in nb.prange(population):
-        starts = np.empty(max_degree, np.int64)
-        ends = np.empty(max_degree, np.int64)
+        scratch = np.empty((3, width), np.int64)
         peaks[i] = decode_into(
-            orders[i], sizes, alignments, indptr, indices, best_fit, offsets[i], starts, ends
+            orders[i], sizes, alignments, indptr, indices, best_fit, index_bits, offsets[i], scratch
         )
     return peaks
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """The arrays a decode needs, checked once per problem."""
+
+    sizes: np.ndarray
+    alignments: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    index_bits: int
+    scratch: int
+
+    @classmethod
+    def for_problem(cls, problem: Problem) -> Decoder:
+        scratch = max(1, int(problem.conflicts.degrees().max(initial=0)))
+        index_bits = max(1, scratch.bit_length())
+        # Offsets stay below the sum of sizes plus alignment padding; keys pack offset and index.
+        worst_offset = problem.total_size + int(problem.alignments.max()) * problem.n
+        if worst_offset.bit_length() + index_bits > 62:
+            raise InputError(
+                f"offsets up to {worst_offset} with {scratch} neighbours exceed the decoder's 62-bit keys",
+                "sizes",
+            )
+        return cls(
+            problem.sizes,
+            problem.alignments,
+            problem.conflicts.indptr,
+            problem.conflicts.indices,
+            index_bits,
+            scratch,
+        )
+
+    def decode(self, order: np.ndarray, best_fit: bool = False) -> np.ndarray:
+        offsets = np.empty(len(self.sizes), np.int64)
+        decode_into(
+            order,
+            self.sizes,
+            self.alignments,
+            self.indptr,
+            self.indices,
+            best_fit,
+            self.index_bits,
+            offsets,
+            np.empty((3, self.scratch), np.int64),
+        )
+        return offsets
+
+    def decode_population(self, orders: np.ndarray, best_fit: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        offsets = np.empty(orders.shape, np.int64)
+        peaks = decode_population_into(
+            orders,
+            self.sizes,
+            self.alignments,
+            self.indptr,
+            self.indices,
+            best_fit,
+            self.index_bits,
+            offsets,
+        )
+        return peaks, offsets
 
 
 def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np.ndarray:
@@ -118,35 +190,11 @@ def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np
     order = np.ascontiguousarray(order, np.int64)
     if order.shape != (problem.n,) or not np.array_equal(np.sort(order), np.arange(problem.n)):
         raise ValueError("order must be a permutation of the block indices")
-    offsets = np.empty(problem.n, np.int64)
-    scratch = max(1, int(problem.conflicts.degrees().max(initial=0)))
-    decode_into(
-        order,
-        problem.sizes,
-        problem.alignments,
-        problem.conflicts.indptr,
-        problem.conflicts.indices,
-        best_fit,
-        offsets,
-        np.empty(scratch, np.int64),
-        np.empty(scratch, np.int64),
-    )
-    return offsets
+    return Decoder.for_problem(problem).decode(order, best_fit)
 
 
 def decode_population(
     problem: Problem, orders: np.ndarray, *, best_fit: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decode a population (2-D array, one order per row): ``(peaks, offsets)``."""
-    orders = np.ascontiguousarray(orders, np.int64)
-    offsets = np.empty(orders.shape, np.int64)
-    peaks = decode_population_into(
-        orders,
-        problem.sizes,
-        problem.alignments,
-        problem.conflicts.indptr,
-        problem.conflicts.indices,
-        best_fit,
-        offsets,
-    )
-    return peaks, offsets
+    return Decoder.for_problem(problem).decode_population(np.ascontiguousarray(orders, np.int64), best_fit)
