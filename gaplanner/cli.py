@@ -65,6 +65,67 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _zoo(args: argparse.Namespace) -> int:
+    from gaplanner.zoo import zoo_names
+
+    rows = []
+    for name in zoo_names():
+        for cores in args.cores:
+            problem = load_problem(f"zoo:{name}@{cores}")
+            rows.append(
+                {
+                    "name": problem.name,
+                    "blocks": problem.n,
+                    "conflicts": problem.conflicts.edge_count,
+                    "total_size": problem.total_size,
+                    "lower_bound": problem.lower_bound,
+                }
+            )
+    if args.format == "json":
+        write_text(None, json.dumps(rows, indent=2))
+        return 0
+    print(f"{'input':<22} {'blocks':>7} {'conflicts':>10} {'lower bound':>12} {'total':>12}")
+    for row in rows:
+        print(
+            f"{'zoo:' + row['name']:<22} {row['blocks']:>7} {row['conflicts']:>10} "
+            f"{row['lower_bound']:>12,} {row['total_size']:>12,}"
+        )
+    return 0
+
+
+def _add_zoo_parser(sub: argparse._SubParsersAction) -> None:
+    zoo = sub.add_parser("zoo", help="list the model zoo (zoo:NAME, zoo:NAME@N) with sizes and bounds")
+    zoo.add_argument(
+        "--cores", type=int, nargs="+", default=[1], help="core counts to list (e.g. --cores 1 2 4)"
+    )
+    zoo.add_argument("--format", choices=["table", "json"], default="table")
+    zoo.set_defaults(handler=_zoo)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from gaplanner.docjson import document_text
+    from gaplanner.onnx_import import import_onnx
+    from gaplanner.problem import build_problem
+
+    doc = import_onnx(args.model, batch=args.batch)
+    problem = build_problem(doc)  # the document must plan: fail here, not later
+    write_text(args.output, document_text(doc))
+    print(
+        f"{args.output or 'stdout'}: {len(doc.operators or [])} operators, {problem.n} tensors, "
+        f"lower bound {problem.lower_bound:,} bytes",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _add_import_parser(sub: argparse._SubParsersAction) -> None:
+    imp = sub.add_parser("import", help="turn an ONNX model into a graph document (needs gaplanner[onnx])")
+    imp.add_argument("model", help="an .onnx file")
+    imp.add_argument("--output", "-o", help="write the graph JSON here instead of stdout")
+    imp.add_argument("--batch", type=int, help="fix a symbolic batch (first) dimension of the inputs")
+    imp.set_defaults(handler=_import)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gaplanner", description="Static memory planning with verified plans."
@@ -76,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         "input",
         nargs="?",
         default=DEFAULT_INPUT,
-        help=f"graph/buffer JSON, MiniMalloc CSV or example:NAME (default {DEFAULT_INPUT})",
+        help=f"graph/buffer JSON, MiniMalloc CSV, example:NAME or zoo:NAME[@N] (default {DEFAULT_INPUT})",
     )
     plan.add_argument("--algorithm", choices=sorted(BASELINES), default="greedy-size")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
@@ -95,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the input document's JSON Schema")
     schema.add_argument("--output", "-o")
     schema.set_defaults(handler=_schema)
+
+    _add_zoo_parser(sub)
+    _add_import_parser(sub)
     return parser
 
 
