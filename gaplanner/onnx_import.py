@@ -113,6 +113,27 @@ def _subgraphs(node: Any) -> Iterable[Any]:
         yield from attr.graphs
 
 
+def _node_reads(node: Any) -> list[str]:
+    """Tensor names a node reads: its inputs, then what its subgraphs read from outside."""
+    names = [name for name in node.input if name]
+    for sub in _subgraphs(node):
+        names += sorted(_outer_reads(sub))
+    return list(dict.fromkeys(names))
+
+
+def _check_topological(graph: Any) -> None:
+    defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
+    for k, node in enumerate(graph.node):
+        for m, name in enumerate(_node_reads(node)):
+            if name not in defined:
+                raise InputError(
+                    f"node {node.name or node.op_type!r} reads tensor {name!r}, which no earlier node "
+                    "writes (ONNX nodes must be in topological order)",
+                    f"graph.node[{k}].input[{m}]",
+                )
+        defined.update(node.output)
+
+
 def _describe_shape(dims: Any) -> str:
     parts = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
     return "[" + ", ".join(parts) + "]"
@@ -164,6 +185,7 @@ def import_onnx(source: str | Path | Any, batch: int | None = None, name: str | 
         raise InputError(f"the batch size must be a positive integer, got {batch!r}", "batch")
     model = onnx.ModelProto()
     model.CopyFrom(_load(onnx, source))  # never modify the caller's model
+    _check_topological(model.graph)
     if batch is not None:
         _fix_batch(model, batch)
     try:
@@ -193,20 +215,9 @@ def import_onnx(source: str | Path | Any, batch: int | None = None, name: str | 
         if op_id in op_ids:
             op_id = f"{op_id}_{k}"
         op_ids.add(op_id)
-        names = [n for n in node.input if n]
-        for sub in _subgraphs(node):
-            names += sorted(_outer_reads(sub))
         inputs: list[str] = []
-        for m, tensor_name in enumerate(dict.fromkeys(names)):
-            if tensor_name in weights:
-                continue
-            if tensor_name not in tensors:
-                raise InputError(
-                    f"node {op_id!r} reads tensor {tensor_name!r}, which no earlier node writes "
-                    "(ONNX nodes must be in topological order)",
-                    f"graph.node[{k}].input[{m}]",
-                )
-            if tensors[tensor_name] is not None:
+        for tensor_name in _node_reads(node):  # defined earlier: checked before shape inference
+            if tensor_name not in weights and tensors[tensor_name] is not None:
                 inputs.append(tensor_name)
                 read.add(tensor_name)
         outputs: list[str] = []
