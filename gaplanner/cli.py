@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
-from gaplanner.baselines import BASELINES
-from gaplanner.errors import GaplannerError, PlanError
+from gaplanner.errors import GaplannerError, InputError, PlanError
+from gaplanner.ga import GASettings, GenerationRecord
 from gaplanner.io import load_problem, read_offsets, write_text
 from gaplanner.schema import document_json_schema
+from gaplanner.solve import ALGORITHMS, compare, solve
 from gaplanner.verify import find_violation
 
 #: What ``gaplanner plan`` plans when no input is given.
@@ -23,12 +25,93 @@ DEFAULT_INPUT = "example:multicore_fig1b"
 Handler = Callable[[argparse.Namespace], int]
 
 
+class ProgressLine:
+    """Best peak and generation on stderr once a run has lasted a second.
+
+    On a terminal one line is rewritten 4 times a second; otherwise a line is
+    printed every 5 seconds.
+    """
+
+    def __init__(self, lower_bound: int, quiet: bool) -> None:
+        self.lower_bound, self.quiet = lower_bound, quiet
+        self.tty = sys.stderr.isatty()
+        self.last_shown = 0.0
+        self.shown = False
+
+    def __call__(self, record: GenerationRecord) -> None:
+        interval = 0.25 if self.tty else 5.0
+        if self.quiet or record.elapsed < 1.0 or record.elapsed - self.last_shown < interval:
+            return
+        self.last_shown, self.shown = record.elapsed, True
+        ratio = record.best_peak / self.lower_bound if self.lower_bound else 1.0
+        print(
+            f"{chr(13) if self.tty else ''}generation {record.generation:6d}  best peak {record.best_peak} "
+            f"(x{ratio:.4f} of the lower bound)  {record.elapsed:6.1f} s",
+            end="" if self.tty else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            print(file=sys.stderr)
+
+
+def _settings(args: argparse.Namespace) -> GASettings:
+    try:
+        return GASettings(
+            population=args.population,
+            generations=args.generations,
+            time_limit=args.time_limit,
+            stall_generations=args.stall_generations,
+            seed=args.seed,
+            islands=args.islands,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc), "options") from None
+
+
 def _plan(args: argparse.Namespace) -> int:
     problem = load_problem(args.input)
-    plan = BASELINES[args.algorithm](problem)
+    progress = ProgressLine(problem.lower_bound, args.quiet)
+    try:
+        plan = solve(problem, args.algorithm, _settings(args), on_progress=progress)
+    finally:
+        progress.close()
     text = plan.to_csv() if args.format == "csv" else json.dumps(plan.to_dict(), indent=2)
     write_text(args.output, text)
     return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    problem = load_problem(args.input)
+    progress = ProgressLine(problem.lower_bound, args.quiet)
+    try:
+        rows = compare(problem, _settings(args), on_progress=progress)
+    finally:
+        progress.close()
+    print(f"{problem.name}: {problem.n} blocks, lower bound {problem.lower_bound}")
+    print(f"{'algorithm':<22}{'peak':>16}{'ratio':>9}{'seconds':>10}")
+    for row in rows:
+        mark = "  optimal" if row.optimal else ""
+        print(f"{row.algorithm:<22}{row.peak:>16}{row.ratio:>9.4f}{row.seconds:>10.3f}{mark}")
+    return 0
+
+
+def _add_search_options(parser: argparse.ArgumentParser) -> None:
+    defaults = GASettings()
+    group = parser.add_argument_group("genetic search")
+    group.add_argument("--seed", type=int, default=defaults.seed)
+    group.add_argument(
+        "--time-limit", type=float, default=defaults.time_limit, help="seconds (default %(default)s)"
+    )
+    group.add_argument("--population", type=int, default=defaults.population)
+    group.add_argument("--generations", type=int, default=defaults.generations)
+    group.add_argument("--stall-generations", type=int, default=defaults.stall_generations)
+    group.add_argument(
+        "--islands", type=int, default=defaults.islands, help="populations evolved side by side"
+    )
+    group.add_argument("--quiet", "-q", action="store_true", help="no progress line on stderr")
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -139,10 +222,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_INPUT,
         help=f"graph/buffer JSON, MiniMalloc CSV, example:NAME or zoo:NAME[@N] (default {DEFAULT_INPUT})",
     )
-    plan.add_argument("--algorithm", choices=sorted(BASELINES), default="greedy-size")
+    plan.add_argument("--algorithm", choices=ALGORITHMS, default="ga")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
     plan.add_argument("--format", choices=["json", "csv"], default="json")
+    _add_search_options(plan)
     plan.set_defaults(handler=_plan)
+
+    comparison = sub.add_parser("compare", help="every baseline and the GA on one input, as a table")
+    comparison.add_argument("input")
+    _add_search_options(comparison)
+    comparison.set_defaults(handler=_compare)
 
     verify = sub.add_parser("verify", help="check a plan against its input")
     verify.add_argument("input")
@@ -170,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GaplannerError as exc:
         print(f"gaplanner: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. piped into head: the reader has what it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        return 0
     except OSError as exc:
         print(f"gaplanner: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2

@@ -1,0 +1,284 @@
+"""The genetic search over allocation orders (seed 003).
+
+An individual is an allocation order, decoded by first-fit placement and then
+re-sorted by the start addresses it was given. A generation keeps the elite,
+fills the rest with children of tournament-selected parents (ordered
+crossover, then swap / insertion / inversion / peak-block mutations) and scores
+the whole population in one vectorized call (:mod:`gaplanner.fitness`).
+
+The loop follows DEAP's ``algorithms.eaSimple`` shape with a per-run
+``deap.base.Toolbox`` and ``deap.tools.Logbook``. No ``deap.creator`` classes
+and no global ``random``: all randomness comes from one ``numpy`` Generator
+per island, so two searches with the same seed give the same plan even when
+they run at once in one process.
+
+Several islands (populations started from different initial orders) can
+evolve side by side with ring migration; :func:`run_ga` runs them in-process.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from deap import base, tools
+
+from gaplanner.baselines import BASELINES
+from gaplanner.fitness import PopulationFitness, Scores
+from gaplanner.operators import MUTATIONS, ordered_crossover, peak_move
+from gaplanner.plan import Plan, make_plan
+from gaplanner.problem import Problem
+
+
+@dataclass(frozen=True)
+class GASettings:
+    """Search settings. Termination: whichever of the limits comes first, or the lower bound."""
+
+    population: int = 48
+    generations: int | None = None
+    time_limit: float | None = 10.0
+    stall_generations: int | None = 1000
+    seed: int = 0
+    islands: int = 1
+    migration_interval: int = 10
+    migrants: int = 2
+    elite: int = 2
+    tournament: int = 3
+    crossover_rate: float = 0.7
+    peak_move_rate: float = 0.5
+    use_contiguity: bool = True
+
+    def __post_init__(self) -> None:
+        if self.population < 4:
+            raise ValueError("population must be at least 4")
+        if self.generations is None and self.time_limit is None and self.stall_generations is None:
+            raise ValueError("give at least one of generations, time_limit, stall_generations")
+        if self.islands < 1 or not 0 <= self.elite < self.population:
+            raise ValueError("need islands >= 1 and 0 <= elite < population")
+
+
+@dataclass(frozen=True)
+class GenerationRecord:
+    """One line of the convergence trace."""
+
+    generation: int
+    best_peak: int
+    mean_peak: float
+    evaluations: int
+    elapsed: float
+
+
+StopCheck = Callable[[], bool]
+ProgressCallback = Callable[[GenerationRecord], None]
+
+
+def heuristic_orders(problem: Problem) -> list[np.ndarray]:
+    """Seed 003's several initial orders: the baselines' plans and simple block keys.
+
+    First-fit decoding of a plan's blocks sorted by address never places a block
+    higher than the plan did, so the search starts no worse than any baseline.
+    """
+    index = np.arange(problem.n)
+    duration = problem.upper - problem.lower
+    degree = problem.conflicts.degrees()
+    plans = [baseline(problem) for baseline in BASELINES.values()]
+    keys = [(plan.offsets, problem.lower) for plan in plans]  # every baseline's plan, by address
+    keys += [
+        (-problem.sizes, problem.lower),  # size, largest first
+        (-problem.sizes * duration, problem.lower),  # area
+        (-duration, -problem.sizes),  # longest lived first
+        (-degree, -problem.sizes),  # most conflicting first
+    ]
+    return [np.lexsort((index, *reversed(k))) for k in keys]
+
+
+def _initial_population(
+    problem: Problem, size: int, seeds: list[np.ndarray], rng: np.random.Generator
+) -> np.ndarray:
+    randoms = [rng.permutation(problem.n) for _ in range(max(0, size - len(seeds)))]
+    return np.array((seeds + randoms)[:size], np.int64)
+
+
+@dataclass
+class Island:
+    """One population and its random stream."""
+
+    fitness: PopulationFitness
+    settings: GASettings
+    rng: np.random.Generator
+    population: np.ndarray
+    scores: Scores = field(init=False)
+    toolbox: base.Toolbox = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.toolbox = base.Toolbox()
+        self.toolbox.register("evaluate", self.fitness)
+        self.toolbox.register("select", self._tournament)
+        self.toolbox.register("mate", ordered_crossover, rng=self.rng)
+        self.toolbox.register("mutate", self._mutate)
+        self.population, self.scores = self.toolbox.evaluate(self.population)
+
+    @property
+    def best_index(self) -> int:
+        return int(self.scores.ranking(self.settings.use_contiguity)[0])
+
+    @property
+    def best_peak(self) -> int:
+        return int(self.scores.peaks.min())
+
+    def _tournament(self, count: int) -> np.ndarray:
+        rank = np.empty(len(self.population), np.int64)
+        rank[self.scores.ranking(self.settings.use_contiguity)] = np.arange(len(self.population))
+        entrants = self.rng.integers(0, len(self.population), size=(count, self.settings.tournament))
+        return entrants[np.arange(count), np.argmin(rank[entrants], axis=1)]
+
+    def _critical_blocks(self, parent: int) -> np.ndarray:
+        ends = self.scores.offsets[parent] + self.fitness.problem.sizes
+        return np.flatnonzero(ends == self.scores.peaks[parent])
+
+    def _mutate(self, child: np.ndarray, parent: int) -> None:
+        if self.rng.random() < self.settings.peak_move_rate:
+            peak_move(child, self._critical_blocks(parent), self.rng)
+        else:
+            mutation = list(MUTATIONS.values())[self.rng.integers(len(MUTATIONS))]
+            mutation(child, self.rng)
+
+    def step(self) -> None:
+        """One generation: elite kept, children bred, everyone scored."""
+        s, tb = self.settings, self.toolbox
+        ranking = self.scores.ranking(s.use_contiguity)
+        elite = self.population[ranking[: s.elite]]
+        count = len(self.population) - s.elite
+        parents = tb.select(2 * count).reshape(count, 2)
+        children = self.population[parents[:, 0]].copy()
+        crossed = self.rng.random(count) < s.crossover_rate
+        if crossed.any():
+            children[crossed] = tb.mate(self.population, parents[crossed])
+        for i in range(count):
+            if not crossed[i] or self.rng.random() < 0.2:
+                tb.mutate(children[i], parents[i, 0])
+        children, scores = tb.evaluate(children)
+        keep = ranking[: s.elite]
+        self.population = np.concatenate([elite, children])
+        self.scores = Scores(
+            np.concatenate([self.scores.peaks[keep], scores.peaks]),
+            np.concatenate([self.scores.contiguity[keep], scores.contiguity]),
+            np.concatenate([self.scores.offsets[keep], scores.offsets]),
+        )
+
+    def emigrants(self, count: int) -> np.ndarray:
+        return self.population[self.scores.ranking(self.settings.use_contiguity)[:count]].copy()
+
+    def immigrate(self, orders: np.ndarray) -> None:
+        """Replace the worst individuals with ``orders``."""
+        arrivals, scores = self.fitness(orders)
+        worst = self.scores.ranking(self.settings.use_contiguity)[::-1][: len(orders)]
+        self.population[worst] = arrivals
+        self.scores.peaks[worst] = scores.peaks
+        self.scores.contiguity[worst] = scores.contiguity
+        self.scores.offsets[worst] = scores.offsets
+
+
+def make_islands(problem: Problem, settings: GASettings) -> list[Island]:
+    """Islands with independent random streams; heuristic orders dealt round-robin among them."""
+    streams = np.random.SeedSequence(settings.seed).spawn(settings.islands)
+    seeds = heuristic_orders(problem)
+    islands = []
+    for k, stream in enumerate(streams):
+        rng = np.random.default_rng(stream)
+        fitness = PopulationFitness(problem, settings.use_contiguity)
+        population = _initial_population(problem, settings.population, seeds[k :: settings.islands], rng)
+        islands.append(Island(fitness, settings, rng, population))
+    return islands
+
+
+def migrate(islands: list[Island], count: int) -> None:
+    """Ring migration: each island's best replace the next island's worst."""
+    if len(islands) < 2 or count < 1:
+        return
+    outgoing = [island.emigrants(count) for island in islands]
+    for k, island in enumerate(islands):
+        island.immigrate(outgoing[k - 1])
+
+
+@dataclass
+class Termination:
+    """When to stop: limits from the settings, the lower bound, or a caller's stop request."""
+
+    settings: GASettings
+    lower_bound: int
+    should_stop: StopCheck | None = None
+    started: float = field(default_factory=time.perf_counter)
+    best: float = math.inf
+    last_improvement: int = 0
+
+    def reason(self, generation: int, best_peak: int) -> str | None:
+        s = self.settings
+        if best_peak < self.best:
+            self.best, self.last_improvement = best_peak, generation
+        if best_peak <= self.lower_bound:
+            return "lower bound reached"
+        if self.should_stop is not None and self.should_stop():
+            return "stopped by request"
+        if s.generations is not None and generation >= s.generations:
+            return "generation limit"
+        if s.time_limit is not None and time.perf_counter() - self.started >= s.time_limit:
+            return "time limit"
+        if s.stall_generations is not None and generation - self.last_improvement >= s.stall_generations:
+            return "stalled"
+        return None
+
+
+def _record(islands: list[Island], generation: int, started: float) -> GenerationRecord:
+    peaks = np.concatenate([island.scores.peaks for island in islands])
+    return GenerationRecord(
+        generation=generation,
+        best_peak=int(peaks.min()),
+        mean_peak=float(peaks.mean()),
+        evaluations=sum(island.fitness.evaluations for island in islands),
+        elapsed=time.perf_counter() - started,
+    )
+
+
+def run_ga(
+    problem: Problem,
+    settings: GASettings | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+) -> Plan:
+    """Search allocation orders; return the best verified plan with its convergence trace."""
+    settings = settings or GASettings()
+    started = time.perf_counter()
+    termination = Termination(settings, problem.lower_bound, should_stop, started)
+    logbook = tools.Logbook()
+    islands = make_islands(problem, settings)
+    generation = 0
+    while True:
+        record = _record(islands, generation, started)
+        logbook.record(**asdict(record))
+        if on_progress is not None:
+            on_progress(record)
+        stop_reason = termination.reason(generation, record.best_peak)
+        if stop_reason is not None:
+            break
+        for island in islands:
+            island.step()
+        generation += 1
+        if generation % settings.migration_interval == 0:
+            migrate(islands, settings.migrants)
+    best = min(islands, key=lambda island: island.best_peak)
+    return make_plan(
+        problem,
+        best.scores.offsets[int(np.argmin(best.scores.peaks))],
+        "ga",
+        started,
+        generations=generation,
+        evaluations=record.evaluations,
+        stop_reason=stop_reason,
+        seed=settings.seed,
+        trace=[dict(entry) for entry in logbook],
+    )
