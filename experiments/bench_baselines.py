@@ -16,7 +16,9 @@ from gaplanner.conflicts import conflicts_from_intervals
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--benchmarks", help="the shared benchmarks folder")
     parser.add_argument("--suites", nargs="+", default=["minimalloc", "zoo", "large"])
     parser.add_argument("--repeats", type=int, default=3)

@@ -36,7 +36,9 @@ def decodes_per_second(decoder: Decoder, orders: np.ndarray, seconds: float) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--benchmarks")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--inputs", nargs="+", default=INPUTS)
@@ -61,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             one = decodes_per_second(decoder, orders, args.seconds)
             numba.set_num_threads(cores)
             every = decodes_per_second(decoder, orders, args.seconds)
-            rows.append([problem.name, problem.n, label, f"{one:,.0f}", f"{every:,.0f}", f"{every / one:.2f}"])
+            rows.append(
+                [problem.name, problem.n, label, f"{one:,.0f}", f"{every:,.0f}", f"{every / one:.2f}"]
+            )
     header = ["input", "blocks", "orders", "decodes/s 1 core", f"decodes/s {cores} cores", "speed-up"]
     print(markdown_table(header, rows))
     return 0
