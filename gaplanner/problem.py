@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gaplanner.bounds import max_load
+from gaplanner.bounds import greedy_clique_bound, max_load
 from gaplanner.conflicts import (
     ConflictGraph,
     conflicts_from_intervals,
@@ -97,6 +97,7 @@ def _from_graph(doc: Document, name: str) -> Problem:
         return _interval_problem(
             name, blocks.ids, blocks.sizes, blocks.alignments, blocks.lower, blocks.upper
         )
+    conflicts = conflicts_from_partial_order(blocks.after_readers, blocks.writer)
     return Problem(
         name=name,
         ids=blocks.ids,
@@ -105,9 +106,11 @@ def _from_graph(doc: Document, name: str) -> Problem:
         lower=blocks.lower,
         upper=blocks.upper,
         reuse_at=reuse_times(blocks),
-        conflicts=conflicts_from_partial_order(blocks.after_readers, blocks.writer),
+        conflicts=conflicts,
         interval_conflicts=False,
-        lower_bound=max_load(blocks.lower, blocks.upper, blocks.sizes),
+        lower_bound=greedy_clique_bound(
+            blocks.lower, blocks.upper, blocks.sizes, conflicts.indptr, conflicts.indices
+        ),
     )
 
 
