@@ -1,0 +1,186 @@
+"""The genetic search: reproducibility, never worse than the baselines, optimal on small instances."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gaplanner import BASELINES, find_violation, load_problem, problem_from_arrays
+from gaplanner.fitness import PopulationFitness, address_order
+from gaplanner.ga import GASettings, run_ga
+from gaplanner.operators import MUTATIONS, _crossover_all, ordered_crossover, peak_move
+from gaplanner.placement import decode
+from gaplanner.solve import compare, solve
+from tests.oracles import brute_force_peaks
+
+QUICK = GASettings(population=16, generations=40, time_limit=None, stall_generations=None)
+
+
+def random_problem(seed: int, n: int) -> object:
+    rng = np.random.default_rng(seed)
+    lower = rng.integers(0, 10, n)
+    return problem_from_arrays(rng.integers(1, 10, n), lower, lower + rng.integers(1, 6, n))
+
+
+def test_same_seed_same_plan_also_when_run_concurrently() -> None:
+    problem = random_problem(3, 40)
+    settings = GASettings(population=12, generations=30, time_limit=None, seed=7)
+    alone = run_ga(problem, settings)
+    results: dict[int, np.ndarray] = {}
+
+    def search(slot: int) -> None:
+        results[slot] = run_ga(problem, settings).offsets
+
+    threads = [threading.Thread(target=search, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for offsets in results.values():
+        assert np.array_equal(offsets, alone.offsets)
+
+
+def test_same_seed_same_trace_of_peaks() -> None:
+    problem = random_problem(4, 60)
+    settings = GASettings(population=12, generations=25, time_limit=None, seed=1, islands=2)
+    first = [
+        (r["best_peak"], r["mean_peak"], r["evaluations"]) for r in run_ga(problem, settings).details["trace"]
+    ]
+    second = [
+        (r["best_peak"], r["mean_peak"], r["evaluations"]) for r in run_ga(problem, settings).details["trace"]
+    ]
+    assert first == second
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 30))
+def test_never_worse_than_the_best_baseline(seed: int, n: int) -> None:
+    problem = random_problem(seed, n)
+    plan = run_ga(problem, GASettings(population=8, generations=3, time_limit=None, seed=seed))
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    assert plan.peak <= min(baseline(problem).peak for baseline in BASELINES.values())
+    assert plan.peak >= problem.lower_bound
+
+
+def test_finds_the_brute_force_optimum_on_small_instances() -> None:
+    for seed in range(12):
+        problem = random_problem(seed, 6)
+        best, _ = brute_force_peaks(problem)
+        plan = run_ga(problem, GASettings(population=16, generations=30, time_limit=None, seed=seed))
+        assert plan.peak == best, f"instance {seed}"
+
+
+def test_stops_at_the_lower_bound_and_says_optimal() -> None:
+    problem = load_problem("example:seed000_queue")
+    plan = run_ga(problem, GASettings(generations=1000, time_limit=None))
+    assert plan.peak == 5120 and plan.optimal
+    assert plan.details["stop_reason"] == "lower bound reached"
+    assert plan.details["generations"] == 0  # a baseline's plan already meets the bound
+
+
+def test_trace_is_a_convergence_curve() -> None:
+    problem = random_problem(11, 80)
+    plan = run_ga(problem, QUICK)
+    trace = plan.details["trace"]
+    assert len(trace) == plan.details["generations"] + 1
+    best = [r["best_peak"] for r in trace]
+    assert best == sorted(best, reverse=True)  # elitism: never worse
+    assert all(r["mean_peak"] >= r["best_peak"] for r in trace)
+    evaluations = [r["evaluations"] for r in trace]
+    assert evaluations == sorted(evaluations) and evaluations[0] == QUICK.population
+    assert best[-1] == plan.peak
+
+
+def test_stop_request_ends_the_search_with_a_verified_plan() -> None:
+    problem = random_problem(29, 100)
+    assert min(baseline(problem).peak for baseline in BASELINES.values()) > problem.lower_bound
+    calls = {"n": 0}
+
+    def stop() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 3
+
+    plan = run_ga(problem, GASettings(generations=10_000, time_limit=None), should_stop=stop)
+    assert plan.details["stop_reason"] in ("stopped by request", "lower bound reached")
+    assert plan.details["generations"] <= 3
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    immediate = run_ga(problem, GASettings(generations=10_000, time_limit=None), should_stop=lambda: True)
+    assert immediate.details["stop_reason"] == "stopped by request"
+    assert immediate.details["generations"] == 0
+
+
+def test_stall_limit() -> None:
+    problem = random_problem(6, 20)
+    plan = run_ga(problem, GASettings(generations=None, time_limit=None, stall_generations=15))
+    if not plan.optimal:
+        assert plan.details["stop_reason"] == "stalled"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(population=2), dict(generations=None, time_limit=None, stall_generations=None), dict(elite=99)],
+)
+def test_bad_settings_are_refused(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        GASettings(**bad)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 2**32 - 1))
+def test_operators_keep_permutations(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    parents = np.array([rng.permutation(n) for _ in range(4)])
+    pairs = rng.integers(0, 4, size=(6, 2))
+    for child in ordered_crossover(parents, pairs, rng):
+        assert sorted(child) == list(range(n))
+    for mutation in MUTATIONS.values():
+        order = rng.permutation(n)
+        mutation(order, rng)
+        assert sorted(order) == list(range(n))
+    order = rng.permutation(n)
+    peak_move(order, np.array([order[-1]]), rng)
+    assert sorted(order) == list(range(n))
+
+
+def test_ordered_crossover_keeps_a_slice_and_the_other_parents_order() -> None:
+    parents = np.array([np.arange(10), np.arange(10)[::-1]])
+    child = np.empty((1, 10), np.int64)
+    _crossover_all(parents, np.array([[0, 1]]), np.array([[3, 6]]), child)
+    assert child[0].tolist() == [9, 8, 7, 3, 4, 5, 6, 2, 1, 0]
+
+
+def test_peak_move_moves_a_critical_block_earlier() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        order = np.arange(8)
+        peak_move(order, np.array([7]), rng)
+        assert order[-1] != 7 and sorted(order) == list(range(8))
+
+
+def test_fitness_matches_decoding_and_address_order_never_worsens() -> None:
+    problem = load_problem("example:multicore_fig1b")
+    rng = np.random.default_rng(0)
+    orders = np.array([rng.permutation(problem.n) for _ in range(20)])
+    fitness = PopulationFitness(problem)
+    by_address, scores = fitness(orders)
+    for order, peak, offsets in zip(orders, scores.peaks, scores.offsets, strict=True):
+        assert np.array_equal(decode(problem, order), offsets)
+        assert peak == (offsets + problem.sizes).max()
+    assert np.all((scores.contiguity >= 0) & (scores.contiguity <= 1))
+    again, rescored = fitness(by_address)
+    assert np.all(rescored.peaks <= scores.peaks)
+    assert np.array_equal(address_order(again, rescored.offsets), again)
+
+
+def test_solve_and_compare() -> None:
+    problem = load_problem("example:seed000_queue")
+    assert solve(problem, "best-fit-coalescing").peak == 5120
+    rows = compare(problem, QUICK)
+    assert [r.algorithm for r in rows] == [*BASELINES, "ga"]
+    assert rows[-1].peak == min(r.peak for r in rows)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        solve(problem, "magic")
