@@ -182,17 +182,24 @@ class Island:
         self.scores.offsets[worst] = scores.offsets
 
 
+def make_island(
+    problem: Problem, settings: GASettings, index: int, seeds: list[np.ndarray] | None = None
+) -> Island:
+    """Island ``index`` of ``settings.islands``, the same wherever it is built (one Ray worker or here).
+
+    ``seeds``: :func:`heuristic_orders` of the problem, when the caller has them already.
+    """
+    seeds = heuristic_orders(problem) if seeds is None else seeds
+    rng = np.random.default_rng(np.random.SeedSequence(settings.seed).spawn(settings.islands)[index])
+    fitness = PopulationFitness(problem, settings.use_contiguity)
+    population = _initial_population(problem, settings.population, seeds[index :: settings.islands], rng)
+    return Island(fitness, settings, rng, population)
+
+
 def make_islands(problem: Problem, settings: GASettings) -> list[Island]:
     """Islands with independent random streams; heuristic orders dealt round-robin among them."""
-    streams = np.random.SeedSequence(settings.seed).spawn(settings.islands)
     seeds = heuristic_orders(problem)
-    islands = []
-    for k, stream in enumerate(streams):
-        rng = np.random.default_rng(stream)
-        fitness = PopulationFitness(problem, settings.use_contiguity)
-        population = _initial_population(problem, settings.population, seeds[k :: settings.islands], rng)
-        islands.append(Island(fitness, settings, rng, population))
-    return islands
+    return [make_island(problem, settings, k, seeds) for k in range(settings.islands)]
 
 
 def migrate(islands: list[Island], count: int) -> None:
