@@ -21,14 +21,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
+import numba
 import numpy as np
 from deap import base, tools
 
 from gaplanner.baselines import BASELINES
 from gaplanner.fitness import PopulationFitness, Scores
 from gaplanner.operators import MUTATIONS, ordered_crossover, peak_move
+from gaplanner.placement import Decoder
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
 
@@ -182,6 +184,25 @@ class Island:
         self.scores.offsets[worst] = scores.offsets
 
 
+def fit_population_to_budget(problem: Problem, settings: GASettings) -> GASettings:
+    """Shrink the population so that a time-limited search still runs about 20 generations.
+
+    On the largest inputs one first-fit decode takes seconds (tens of millions of
+    conflict edges); a full-size population would use the whole budget before
+    its first generation. The cost of one decode is measured, not guessed.
+    """
+    if settings.time_limit is None:
+        return settings
+    decoder = Decoder.for_problem(problem)
+    order = problem.start_order()
+    started = time.perf_counter()
+    decoder.decode(order)
+    seconds_per_decode = (time.perf_counter() - started) / max(1, numba.get_num_threads())
+    affordable = int(settings.time_limit / (20 * settings.islands * max(seconds_per_decode, 1e-9)))
+    population = max(4, min(settings.population, affordable))
+    return replace(settings, population=population, elite=min(settings.elite, population - 1))
+
+
 def make_island(
     problem: Problem, settings: GASettings, index: int, seeds: list[np.ndarray] | None = None
 ) -> Island:
@@ -258,8 +279,8 @@ def run_ga(
     should_stop: StopCheck | None = None,
 ) -> Plan:
     """Search allocation orders; return the best verified plan with its convergence trace."""
-    settings = settings or GASettings()
     started = time.perf_counter()
+    settings = fit_population_to_budget(problem, settings or GASettings())
     termination = Termination(settings, problem.lower_bound, should_stop, started)
     logbook = tools.Logbook()
     islands = make_islands(problem, settings)
@@ -287,5 +308,6 @@ def run_ga(
         evaluations=record.evaluations,
         stop_reason=stop_reason,
         seed=settings.seed,
+        population=settings.population,
         trace=[dict(entry) for entry in logbook],
     )

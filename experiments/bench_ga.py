@@ -1,0 +1,204 @@
+"""The GA against the baselines and the best known peaks, on every shared benchmark.
+
+    python -m experiments.bench_ga [--benchmarks ../shared/benchmarks]
+        [--sections zoo minimalloc large decoder ablation]
+
+Sections (each prints a Markdown table):
+- zoo: the five Keras CNNs (shared buffer lists) and the packaged zoo split over 2 and 4
+  cores; time until the GA reaches the lower bound (it stops there) or ``--zoo-time-limit``.
+- minimalloc: challenging A-K at ``--time-limit`` seconds each; peak / best known peak, geometric mean.
+- large: the training graphs at ``--large-time-limit`` seconds; ratio to the lower bound and to greedy-size.
+- decoder: first-fit decodes per second through the population call on K and pangu.
+- ablation: the contiguity term on and off, several seeds, challenging A-K at a short budget.
+Every figure is measured in this process; nothing is copied from elsewhere except
+the best known peaks of the challenging set (MiniMalloc's exact solutions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from experiments.bench_decoder import decodes_per_second
+from experiments.common import benchmarks_root, markdown_table
+from gaplanner import BASELINES, load_problem
+from gaplanner.ga import GASettings, run_ga
+from gaplanner.placement import Decoder
+from gaplanner.zoo import zoo_names
+
+#: Best known peaks of MiniMalloc's challenging set (its exact solver's optimum, or best found).
+BEST_KNOWN = {
+    "A": 1_048_576, "B": 1_048_576, "C": 1_039_360, "D": 1_025_024, "E": 1_048_576, "F": 1_048_576,
+    "G": 1_048_576, "H": 1_048_576, "I": 1_048_576, "J": 1_039_360, "K": 1_048_576,
+}  # fmt: skip
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def best_baseline(problem) -> tuple[str, int]:
+    plans = {name: baseline(problem).peak for name, baseline in BASELINES.items()}
+    name = min(plans, key=plans.__getitem__)
+    return name, plans[name]
+
+
+def zoo_section(root: Path, seed: int, time_limit: float) -> str:
+    rows, times = [], []
+    inputs = [str(path) for path in sorted((root / "zoo").glob("*.csv"))]
+    inputs += [f"zoo:{name}@{cores}" for cores in (2, 4) for name in zoo_names()]
+    for source in inputs:
+        problem = load_problem(source)
+        name, base = best_baseline(problem)
+        plan = run_ga(problem, GASettings(time_limit=time_limit, seed=seed, stall_generations=None))
+        times.append(plan.elapsed)
+        rows.append([
+            problem.name, problem.n, problem.lower_bound, f"{base / problem.lower_bound:.4f} ({name})",
+            f"{plan.ratio:.4f}", plan.details["generations"], f"{plan.elapsed:.3f}",
+        ])  # fmt: skip
+    header = ["network", "blocks", "lower bound", "best baseline", "GA ratio", "generations", "GA s"]
+    return (
+        markdown_table(header, rows) + f"\n\nmedian time to the lower bound: {statistics.median(times):.3f} s"
+    )
+
+
+def minimalloc_section(root: Path, seed: int, time_limit: float) -> str:
+    rows, ga_ratios, base_ratios = [], [], []
+    for letter, best in BEST_KNOWN.items():
+        problem = load_problem(root / "minimalloc" / f"{letter}.1048576.csv")
+        name, base = best_baseline(problem)
+        plan = run_ga(problem, GASettings(time_limit=time_limit, seed=seed, stall_generations=None))
+        ga_ratios.append(plan.peak / best)
+        base_ratios.append(base / best)
+        rows.append([
+            letter, problem.n, best, f"{base / best:.4f} ({name})", plan.peak, f"{plan.peak / best:.4f}",
+            plan.details["evaluations"], f"{plan.elapsed:.1f}",
+        ])  # fmt: skip
+    rows.append(
+        [
+            "geo-mean",
+            "",
+            "",
+            f"{geometric_mean(base_ratios):.4f}",
+            "",
+            f"{geometric_mean(ga_ratios):.4f}",
+            "",
+            "",
+        ]
+    )
+    header = [
+        "instance",
+        "blocks",
+        "best known",
+        "best baseline / best",
+        "GA peak",
+        "GA / best",
+        "evaluations",
+        "s",
+    ]
+    return markdown_table(header, rows)
+
+
+def large_section(root: Path, seed: int, time_limit: float) -> str:
+    rows = []
+    for path in sorted((root / "large").glob("*.csv")):
+        problem = load_problem(path)
+        greedy = BASELINES["greedy-size"](problem).peak
+        plan = run_ga(problem, GASettings(time_limit=time_limit, seed=seed, stall_generations=None))
+        rows.append([
+            problem.name, problem.n, problem.conflicts.edge_count, f"{greedy / problem.lower_bound:.4f}",
+            f"{plan.ratio:.4f}", plan.details["population"], plan.details["generations"],
+            f"{plan.elapsed:.1f}",
+        ])  # fmt: skip
+        print(f"done {path.name}", file=sys.stderr)
+    header = [
+        "input",
+        "blocks",
+        "conflicts",
+        "greedy-size ratio",
+        "GA ratio",
+        "population",
+        "generations",
+        "GA s",
+    ]
+    return markdown_table(header, rows)
+
+
+def decoder_section(root: Path) -> str:
+    rows = []
+    cores = numba.config.NUMBA_NUM_THREADS
+    for name in ("minimalloc/K.1048576.csv", "large/somas_tensors_pangu_2.6B.csv"):
+        problem = load_problem(root / name)
+        decoder = Decoder.for_problem(problem)
+        rng = np.random.default_rng(0)
+        orders = np.array([rng.permutation(problem.n) for _ in range(64 if problem.n < 2000 else 2 * cores)])
+        numba.set_num_threads(1)
+        one = decodes_per_second(decoder, orders, 3.0)
+        numba.set_num_threads(cores)
+        every = decodes_per_second(decoder, orders, 3.0)
+        rows.append([problem.name, problem.n, f"{one:,.1f}", f"{every:,.1f}"])
+    return markdown_table(["input", "blocks", "decodes/s per core", f"decodes/s on {cores} cores"], rows)
+
+
+def ablation_section(root: Path, seeds: int, time_limit: float) -> str:
+    rows = []
+    results: dict[bool, list[float]] = {True: [], False: []}
+    for letter, best in BEST_KNOWN.items():
+        problem = load_problem(root / "minimalloc" / f"{letter}.1048576.csv")
+        row = [letter]
+        for use in (True, False):
+            settings = [
+                GASettings(time_limit=time_limit, seed=s, use_contiguity=use, stall_generations=None)
+                for s in range(seeds)
+            ]
+            ratios = [run_ga(problem, setting).peak / best for setting in settings]
+            results[use] += ratios
+            row.append(f"{statistics.median(ratios):.4f}")
+        rows.append(row)
+    rows.append(["geo-mean", f"{geometric_mean(results[True]):.4f}", f"{geometric_mean(results[False]):.4f}"])
+    return markdown_table(["instance", "with contiguity (median)", "peak only (median)"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--benchmarks")
+    parser.add_argument(
+        "--sections", nargs="+", default=["zoo", "minimalloc", "large", "decoder", "ablation"]
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-limit", type=float, default=10.0, help="per challenging instance")
+    parser.add_argument("--large-time-limit", type=float, default=60.0)
+    parser.add_argument("--zoo-time-limit", type=float, default=10.0)
+    parser.add_argument("--ablation-seeds", type=int, default=3)
+    parser.add_argument("--ablation-time-limit", type=float, default=3.0)
+    args = parser.parse_args(argv)
+    root = benchmarks_root(args.benchmarks)
+    if root is None:
+        print("benchmark data not found: pass --benchmarks or set GAPLANNER_BENCHMARKS", file=sys.stderr)
+        return 0
+    run_ga(load_problem("example:seed000_queue"), GASettings(generations=1, time_limit=None))  # compile
+    sections = {
+        "zoo": lambda: zoo_section(root, args.seed, args.zoo_time_limit),
+        "minimalloc": lambda: minimalloc_section(root, args.seed, args.time_limit),
+        "large": lambda: large_section(root, args.seed, args.large_time_limit),
+        "decoder": lambda: decoder_section(root),
+        "ablation": lambda: ablation_section(root, args.ablation_seeds, args.ablation_time_limit),
+    }
+    started = time.perf_counter()
+    for name in args.sections:
+        print(f"\n### {name}\n\n{sections[name]()}\n", flush=True)
+    print(f"(total {time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
