@@ -57,6 +57,13 @@ class ProgressLine:
             print(file=sys.stderr)
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _settings(args: argparse.Namespace) -> GASettings:
     try:
         return GASettings(
@@ -75,7 +82,14 @@ def _plan(args: argparse.Namespace) -> int:
     problem = load_problem(args.input)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
-        plan = solve(problem, args.algorithm, _settings(args), on_progress=progress)
+        plan = solve(
+            problem,
+            args.algorithm,
+            _settings(args),
+            on_progress=progress,
+            workers=args.workers,
+            ray_address=args.ray_address,
+        )
     finally:
         progress.close()
     text = plan.to_csv() if args.format == "csv" else json.dumps(plan.to_dict(), indent=2)
@@ -226,6 +240,19 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--output", "-o", help="write here instead of stdout")
     plan.add_argument("--format", choices=["json", "csv"], default="json")
     _add_search_options(plan)
+    workers = plan.add_argument_group("workers (Ray)")
+    workers.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=os.cpu_count() or 1,
+        help="islands evolved at once; on Ray workers when the search is long enough or a cluster is "
+        "given, 1 = in this process (default: this machine's cores, %(default)s)",
+    )
+    workers.add_argument(
+        "--ray-address",
+        default=os.environ.get("RAY_ADDRESS"),
+        help="an existing Ray cluster to run on (default: $RAY_ADDRESS, else a local Ray when needed)",
+    )
     plan.set_defaults(handler=_plan)
 
     comparison = sub.add_parser("compare", help="every baseline and the GA on one input, as a table")

@@ -25,9 +25,27 @@ def solve(
     *,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
+    workers: int | None = 1,
+    ray_address: str | None = None,
 ) -> Plan:
-    """A verified plan for ``problem`` from the named algorithm."""
+    """A verified plan for ``problem`` from the named algorithm.
+
+    ``workers`` > 1 (``None``: this machine's cores) runs the GA as at least that
+    many islands, on Ray workers when that pays off (``ray_address`` or
+    ``RAY_ADDRESS`` names a cluster), see :mod:`gaplanner.distributed`.
+    """
     if algorithm == "ga":
+        if workers != 1:
+            from gaplanner.distributed import solve_islands  # Ray stays optional
+
+            return solve_islands(
+                problem,
+                settings,
+                workers=workers,
+                ray_address=ray_address,
+                on_progress=on_progress,
+                should_stop=should_stop,
+            )
         return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)
     if algorithm not in BASELINES:
         raise ValueError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")

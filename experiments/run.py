@@ -1,0 +1,457 @@
+"""The batch experiment runner: a grid of inputs x algorithms x seeds x time budgets on Ray.
+
+    python -m experiments.run CONFIG.toml [--results FILE.csv] [--summary FILE.md]
+                                          [--benchmarks PATH] [--ray-address ADDR] [--num-cpus N]
+
+Every cell (one input, one algorithm, one seed, one time budget) is one Ray
+task on one CPU. A row is appended to the results CSV as each cell finishes;
+re-running the same config skips the cells already in the file, so an
+interrupted sweep resumes where it stopped. The run ends with a summary per
+input (lower bound; per algorithm and budget the peak ratio's median and best
+over seeds, and the median time), printed and written as Markdown.
+
+The config (TOML)::
+
+    results = "results/quick.csv"   # default results/<config name>.csv; relative to the working directory
+    inputs = ["zoo:resnet50", "example:seed000_queue", "{benchmarks}/minimalloc/*.csv", "my/graph.json"]
+    seeds = [0, 1, 2]               # for the GA; baselines are deterministic and run once per input
+    time_budgets = [1.0, 10.0]      # seconds, the GA's time limit
+
+    [[algorithms]]
+    name = "best-fit-coalescing"    # any of gaplanner.solve.ALGORITHMS
+
+    [[algorithms]]
+    name = "ga"
+    label = "ga-pop32"              # optional: the name in the results (default: name)
+    population = 32                 # any GASettings field but seed and time_limit
+
+``{benchmarks}`` is the shared benchmark folder (``--benchmarks``,
+``GAPLANNER_BENCHMARKS`` or ``../shared/benchmarks``); inputs under it are
+skipped, with a note, when it is absent. Globs are expanded. Files are read
+here and shipped to the workers, so on a cluster only this machine needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import glob
+import hashlib
+import io
+import json
+import os
+import signal
+import socket
+import statistics
+import sys
+import time
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from experiments.common import benchmarks_root, markdown_table
+from gaplanner.ga import GASettings
+from gaplanner.solve import ALGORITHMS
+
+BENCHMARKS_MARK = "{benchmarks}"
+#: Columns of the results file, in order.
+COLUMNS = [
+    "cell",
+    "input",
+    "algorithm",
+    "seed",
+    "time_budget",
+    "blocks",
+    "lower_bound",
+    "peak",
+    "ratio",
+    "seconds",
+    "generations",
+    "evaluations",
+    "stop_reason",
+    "load_seconds",
+    "host",
+    "finished_at",
+]
+GA_FIELDS = {f.name for f in fields(GASettings)} - {"seed", "time_limit"}
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    label: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seeded(self) -> bool:
+        return self.name == "ga"
+
+
+@dataclass(frozen=True)
+class Cell:
+    input: str  # as the results name it: a path under the benchmarks as {benchmarks}/..., else as given
+    source: str  # what to load here: a path, example:NAME or zoo:NAME
+    algorithm: Algorithm
+    seed: int | None
+    time_budget: float | None
+
+    @property
+    def key(self) -> str:
+        spec = {
+            "input": self.input,
+            "algorithm": self.algorithm.name,
+            "label": self.algorithm.label,
+            "params": self.algorithm.params,
+            "seed": self.seed,
+            "time_budget": self.time_budget,
+        }
+        return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    inputs: list[str]
+    seeds: list[int]
+    time_budgets: list[float]
+    algorithms: list[Algorithm]
+    results: Path
+
+
+def _list(data: dict[str, Any], key: str, kind: type | tuple[type, ...], default: list | None = None) -> list:
+    value = data.get(key, default)
+    if not isinstance(value, list) or not value or not all(isinstance(v, kind) for v in value):
+        raise ConfigError(f"{key}: expected a non-empty list")
+    return value
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    algorithms = []
+    for k, entry in enumerate(_list(data, "algorithms", dict)):
+        params = dict(entry)
+        name = params.pop("name", None)
+        label = params.pop("label", name)
+        if name not in ALGORITHMS:
+            raise ConfigError(f"algorithms[{k}].name: {name!r} is not one of {', '.join(ALGORITHMS)}")
+        unknown = set(params) - (GA_FIELDS if name == "ga" else set())
+        if unknown:
+            raise ConfigError(f"algorithms[{k}]: {name} takes no {', '.join(sorted(unknown))}")
+        if name == "ga":
+            try:
+                GASettings(**params)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"algorithms[{k}]: {exc}") from None
+        algorithms.append(Algorithm(name, str(label), params))
+    labels = [a.label for a in algorithms]
+    if len(set(labels)) != len(labels):
+        raise ConfigError("algorithms: give each entry a distinct label")
+    seeds = _list(data, "seeds", int, [0])
+    budgets = [float(b) for b in _list(data, "time_budgets", (int, float), [10.0])]
+    results = Path(data.get("results", f"results/{path.stem}.csv"))
+    return Config(path, _list(data, "inputs", str), seeds, budgets, algorithms, results)
+
+
+def expand_inputs(patterns: Iterable[str], root: Path | None) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(name, source)`` for every input, and notes on what was skipped."""
+    found: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for pattern in patterns:
+        if pattern.startswith(("zoo:", "example:")):
+            found.append((pattern, pattern))
+            continue
+        if BENCHMARKS_MARK in pattern and root is None:
+            notes.append(f"{pattern}: skipped, no benchmark folder (--benchmarks, GAPLANNER_BENCHMARKS)")
+            continue
+        text = pattern.replace(BENCHMARKS_MARK, str(root)) if root is not None else pattern
+        paths = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+        paths = [p for p in paths if Path(p).is_file()]
+        if not paths:
+            notes.append(f"{pattern}: no such file")
+        for p in paths:
+            name = pattern if not glob.has_magic(pattern) else p
+            if root is not None and BENCHMARKS_MARK in pattern:
+                name = BENCHMARKS_MARK + "/" + Path(p).resolve().relative_to(root).as_posix()
+            found.append((name, p))
+    unique = list(dict.fromkeys(found))
+    return unique, notes
+
+
+def make_cells(config: Config, inputs: list[tuple[str, str]]) -> list[Cell]:
+    cells = []
+    for name, source in inputs:
+        for algorithm in config.algorithms:
+            if not algorithm.seeded:
+                cells.append(Cell(name, source, algorithm, None, None))
+                continue
+            for budget in config.time_budgets:
+                for seed in config.seeds:
+                    cells.append(Cell(name, source, algorithm, seed, budget))
+    return cells
+
+
+# --------------------------------------------------------------------------------------------
+# One cell (runs in a Ray worker)
+
+
+def read_source(source: str) -> Any:
+    """What a worker needs to build the problem: the name itself, or a file's name and text."""
+    if source.startswith(("zoo:", "example:")):
+        return source
+    path = Path(source)
+    return (path.name, path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=2)
+def _problem(name: str, source: Any) -> Any:
+    from gaplanner.io import load_problem, problem_from_csv_text, problem_from_json
+
+    if isinstance(source, str):
+        return load_problem(source)
+    filename, text = source
+    stem = filename.rsplit(".", 1)[0]
+    if filename.lower().endswith(".csv"):
+        return problem_from_csv_text(text, stem)
+    return problem_from_json(json.loads(text), stem)
+
+
+def run_cell(cell: Cell, source: Any) -> dict[str, Any]:
+    """Plan one cell; the results row."""
+    import numba
+
+    from gaplanner.solve import solve
+
+    numba.set_num_threads(1)  # one CPU per cell
+    started = time.perf_counter()
+    problem = _problem(cell.input, source)
+    load_seconds = time.perf_counter() - started
+    settings = None
+    if cell.algorithm.seeded:
+        settings = GASettings(**{**cell.algorithm.params, "seed": cell.seed, "time_limit": cell.time_budget})
+    plan = solve(problem, cell.algorithm.name, settings)
+    return {
+        "cell": cell.key,
+        "input": cell.input,
+        "algorithm": cell.algorithm.label,
+        "seed": "" if cell.seed is None else cell.seed,
+        "time_budget": "" if cell.time_budget is None else cell.time_budget,
+        "blocks": problem.n,
+        "lower_bound": plan.lower_bound,
+        "peak": plan.peak,
+        "ratio": round(plan.ratio, 6),
+        "seconds": round(plan.elapsed, 4),
+        "generations": plan.details.get("generations", ""),
+        "evaluations": plan.details.get("evaluations", ""),
+        "stop_reason": plan.details.get("stop_reason", ""),
+        "load_seconds": round(load_seconds, 4),
+        "host": socket.gethostname(),
+        "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The results file
+
+
+def read_results(path: Path) -> list[dict[str, str]]:
+    """The complete rows of a results file (a line cut short by a kill is dropped)."""
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    rows = list(csv.DictReader(io.StringIO(text)))
+    return [row for row in rows if row.get("cell") and row.get("finished_at")]
+
+
+class ResultsWriter:
+    """Appends rows to the results CSV, one flushed line per finished cell."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file() and path.stat().st_size:
+            text = path.read_text(encoding="utf-8")
+            header = text.splitlines()[0].split(",")
+            if header != COLUMNS:
+                raise ConfigError(f"{path}: not a results file of this runner (columns {header})")
+            if not text.endswith("\n"):  # a row cut short by a kill: drop it
+                with path.open("r+", encoding="utf-8") as f:
+                    f.truncate(len(text[: text.rfind("\n") + 1].encode()))
+            self.file = path.open("a", encoding="utf-8", newline="")
+        else:
+            self.file = path.open("w", encoding="utf-8", newline="")
+            self._write(COLUMNS)
+
+    def _write(self, values: list[Any]) -> None:
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerow(values)
+        self.file.write(out.getvalue())
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+    def append(self, row: dict[str, Any]) -> None:
+        self._write([row[c] for c in COLUMNS])
+
+    def close(self) -> None:
+        self.file.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Running the grid
+
+
+def run_cells(
+    cells: list[Cell],
+    results: Path,
+    *,
+    ray_address: str | None = None,
+    num_cpus: int | None = None,
+    progress_total: int | None = None,
+) -> list[tuple[Cell, str]]:
+    """Run ``cells`` as Ray tasks, appending each row as it arrives; the failures."""
+    from tqdm import tqdm
+
+    from gaplanner.distributed import ray_session
+
+    failures: list[tuple[Cell, str]] = []
+    writer = ResultsWriter(results)
+    total = progress_total or len(cells)
+    try:
+        with (
+            ray_session(ray_address, num_cpus=num_cpus) as ray,
+            tqdm(total=total, initial=total - len(cells), unit="cell", file=sys.stderr) as bar,
+        ):
+            task = ray.remote(num_cpus=1, max_retries=2)(run_cell)
+            sources: dict[str, Any] = {}
+            pending = {}
+            for cell in cells:
+                if cell.source not in sources:
+                    sources[cell.source] = ray.put(read_source(cell.source))
+                pending[task.remote(cell, sources[cell.source])] = cell
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    cell = pending.pop(ref)
+                    try:
+                        writer.append(ray.get(ref))
+                    except Exception as exc:  # the cell failed; the others go on
+                        failures.append((cell, f"{type(exc).__name__}: {exc}"))
+                    bar.set_postfix_str(f"{cell.input.rsplit('/', 1)[-1]} {cell.algorithm.label}", False)
+                    bar.update(1)
+    finally:
+        writer.close()
+    return failures
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def summarize(rows: list[dict[str, str]], algorithms: list[Algorithm]) -> str:
+    """Markdown: one table per input, a row per algorithm and budget."""
+    order = {a.label: k for k, a in enumerate(algorithms)}
+    by_input: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_input.setdefault(row["input"], []).append(row)
+    parts = []
+    for name, group in by_input.items():
+        first = group[0]
+        parts.append(f"### {name}\n\n{first['blocks']} blocks, lower bound {int(first['lower_bound']):,}")
+        cells: dict[tuple[str, str], list[dict[str, str]]] = {}
+        for row in group:
+            cells.setdefault((row["algorithm"], row["time_budget"]), []).append(row)
+        table = []
+        for (label, budget), runs in sorted(
+            cells.items(), key=lambda item: (order.get(item[0][0], 99), float(item[0][1] or 0))
+        ):
+            ratios = [float(r["ratio"]) for r in runs]
+            table.append(
+                [
+                    label,
+                    budget or "-",
+                    len(runs),
+                    f"{_median(ratios):.4f}",
+                    f"{min(ratios):.4f}",
+                    f"{_median([float(r['seconds']) for r in runs]):.3f}",
+                ]
+            )
+        parts.append(
+            markdown_table(
+                ["algorithm", "budget s", "runs", "peak ratio median", "peak ratio best", "time median s"],
+                table,
+            )
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds through ray.shutdown: no stray Ray processes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.run",
+        description=__doc__.split("\n\n", 1)[0],
+    )
+    parser.add_argument("config", help="a TOML config (see experiments/configs/)")
+    parser.add_argument("--results", help="the results CSV (default: the config's 'results')")
+    parser.add_argument("--summary", help="the Markdown summary (default: the results file with .md)")
+    parser.add_argument("--benchmarks", help="the shared benchmark folder for {benchmarks} inputs")
+    parser.add_argument("--ray-address", default=os.environ.get("RAY_ADDRESS"), help="an existing cluster")
+    parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        config = load_config(args.config)
+    except (OSError, ConfigError) as exc:
+        print(f"experiments.run: error: {exc}", file=sys.stderr)
+        return 2
+    inputs, notes = expand_inputs(config.inputs, benchmarks_root(args.benchmarks))
+    for note in notes:
+        print(note, file=sys.stderr)
+    cells = make_cells(config, inputs)
+    results = Path(args.results) if args.results else config.results
+    summary_path = Path(args.summary) if args.summary else results.with_suffix(".md")
+    done = {row["cell"] for row in read_results(results)}
+    todo = [cell for cell in cells if cell.key not in done]
+    already = len(cells) - len(todo)
+    print(f"{len(cells)} cells: {already} already in {results}, {len(todo)} to run", flush=True)
+    failures = []
+    if todo:
+        try:
+            failures = run_cells(
+                todo, results, ray_address=args.ray_address, num_cpus=args.num_cpus, progress_total=len(cells)
+            )
+        except ConfigError as exc:
+            print(f"experiments.run: error: {exc}", file=sys.stderr)
+            return 2
+    keys = {cell.key for cell in cells}
+    rows = [row for row in read_results(results) if row["cell"] in keys]
+    if rows:
+        text = summarize(rows, config.algorithms)
+        summary_path.parent.mkdir(parents=True, exist_ok=True)
+        summary_path.write_text(f"# {config.path.name}\n\n{text}", encoding="utf-8")
+        print(text)
+        print(f"results: {results}; summary: {summary_path}")
+    for cell, message in failures:
+        print(f"failed: {cell.input} {cell.algorithm.label} seed {cell.seed}: {message}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    # Run the importable copy (experiments.run, not __main__): Ray pickles its functions by reference.
+    from experiments.run import main as _main
+
+    sys.exit(_main())
