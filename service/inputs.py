@@ -1,0 +1,142 @@
+"""From a request body to a job the store can keep: parsing, limits and the library's own checks.
+
+Runs in a thread of the server's pool, never on the event loop: it parses the
+JSON and builds the problem once (conflicts, cycles, unknown ids, sizes are
+all the library's checks), so a job that is accepted will plan.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gaplanner.errors import InputError
+from gaplanner.io import load_problem
+from gaplanner.problem import build_problem
+from gaplanner.schema import parse_document
+from gaplanner.zoo import ZOO_PREFIX, zoo_document
+from service.config import ServiceSettings
+from service.errors import ApiError
+from service.models import CompareRequest, PlanRequest
+from service.store import NewJob
+from service.worker import ga_settings, workers_supported
+
+NAME_PREFIXES = (ZOO_PREFIX, "example:")
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else ("." if path else "") + str(part)
+    return path
+
+
+def _graph_error(exc: InputError) -> ApiError:
+    field = "graph" if exc.field in (None, "input") else f"graph.{exc.field}"
+    return ApiError(422, exc.reason, field)
+
+
+def parse_body(body: bytes, model: type[BaseModel]) -> BaseModel:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(422, f"the body is not valid JSON ({exc})", "body") from None
+    if not isinstance(data, dict):
+        raise ApiError(422, 'expected a JSON object {"graph": ..., "options": {...}}', "body")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        message = first["msg"].removeprefix("Value error, ")
+        raise ApiError(422, message, _path(first["loc"]) or "body") from None
+
+
+def _check_blocks(count: int, field: str, settings: ServiceSettings) -> None:
+    if count > settings.max_blocks:
+        raise ApiError(413, f"{count} blocks; this server plans at most {settings.max_blocks} per job", field)
+
+
+def _raw_block_count(graph: dict[str, Any]) -> tuple[int, str]:
+    for key in ("buffers", "tensors"):
+        if isinstance(graph.get(key), list):
+            return len(graph[key]), f"graph.{key}"
+    return 0, "graph"
+
+
+def _problem(graph: Any, settings: ServiceSettings):
+    """The problem of a request's ``graph``, with the server's limits applied first."""
+    try:
+        if isinstance(graph, str):
+            if not graph.startswith(NAME_PREFIXES):
+                raise ApiError(
+                    422,
+                    "a name must be zoo:NAME, zoo:NAME@N or example:NAME (or give a graph document)",
+                    "graph",
+                )
+            if graph.startswith(ZOO_PREFIX):
+                document = zoo_document(graph)
+                _check_blocks(document.block_count, "graph", settings)
+                return build_problem(document, document.name)
+            problem = load_problem(graph)
+            _check_blocks(problem.n, "graph", settings)
+            return problem
+        _check_blocks(*_raw_block_count(graph), settings)
+        document = parse_document(graph)
+        _check_blocks(document.block_count, "graph", settings)
+        return build_problem(document)
+    except InputError as exc:
+        raise _graph_error(exc) from None
+    except RecursionError:
+        raise ApiError(422, "the document is nested too deeply", "graph") from None
+
+
+def _options(options: dict[str, Any], settings: ServiceSettings) -> dict[str, Any]:
+    """Options with the server's defaults filled in and its caps checked."""
+    limit = options.get("time_limit")
+    if limit is None:
+        options["time_limit"] = min(settings.default_time_limit, settings.max_time_limit)
+    elif not math.isfinite(limit) or limit > settings.max_time_limit:
+        raise ApiError(
+            422,
+            f"at most {settings.max_time_limit:g} seconds on this server, got {limit:g}",
+            "options.time_limit",
+        )
+    if options["population"] > settings.max_population:
+        raise ApiError(422, f"at most {settings.max_population}", "options.population")
+    if options["islands"] > settings.max_islands:
+        raise ApiError(422, f"at most {settings.max_islands}", "options.islands")
+    workers = options.get("workers")
+    if workers is None:
+        options.pop("workers", None)
+    elif workers != 1:
+        if not workers_supported():
+            raise ApiError(422, "this build runs the search in-process; workers must be 1", "options.workers")
+        if workers > settings.max_job_workers:
+            raise ApiError(422, f"at most {settings.max_job_workers}", "options.workers")
+    try:
+        ga_settings(options)
+    except ValueError as exc:
+        raise ApiError(422, str(exc), "options") from None
+    return options
+
+
+def prepare(kind: str, body: bytes, settings: ServiceSettings) -> NewJob:
+    """A validated job for ``POST /v1/plans`` (kind ``plan``) or ``POST /v1/compare`` (``compare``)."""
+    request = parse_body(body, PlanRequest if kind == "plan" else CompareRequest)
+    options = _options(request.options.model_dump(), settings)  # type: ignore[attr-defined]
+    graph = request.graph  # type: ignore[attr-defined]
+    problem = _problem(graph, settings)
+    return NewJob(
+        id=uuid.uuid4().hex,
+        kind=kind,
+        graph=graph,
+        options=options,
+        name=problem.name,
+        blocks=problem.n,
+        lower_bound=problem.lower_bound,
+        algorithm=options.get("algorithm", "compare"),
+    )

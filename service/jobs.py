@@ -1,0 +1,298 @@
+"""The job manager: a queue, a bounded pool of worker processes, progress and cancellation.
+
+Searches never run on the server's event loop, nor in its threads: a
+dispatcher thread hands queued jobs to a ``ProcessPoolExecutor`` (spawned
+processes: the decoders use OpenMP, which does not survive ``fork``), at most
+one job per worker, each with a *slot* whose cancel flag lives in shared
+memory. Workers report progress on a queue that a reader thread keeps in
+memory; results go straight to SQLite. Processes rather than threads: the GA's
+loop is Python and holds the GIL, so threads would share one core between all
+searches and the HTTP server (see the README's measurements).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from gaplanner.errors import GaplannerError
+from service import worker
+from service.config import ServiceSettings
+from service.errors import ApiError
+from service.store import JobStore, NewJob
+
+log = logging.getLogger("service.jobs")
+
+
+@dataclass
+class _Running:
+    slot: int
+    started: float = field(default_factory=time.monotonic)
+    progress: dict[str, Any] | None = None
+    cancel_requested: bool = False
+
+
+def thin_trace(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most about ``limit`` records: every improvement of the best peak, the last, evenly spaced others."""
+    if len(records) <= limit:
+        return records
+    step = max(1, len(records) // limit)
+    keep = [
+        r
+        for i, r in enumerate(records)
+        if i % step == 0 or i == len(records) - 1 or r["best_peak"] < records[i - 1]["best_peak"]
+    ]
+    return keep
+
+
+class JobManager:
+    """Queue, pool and bookkeeping; every public method is safe to call from any thread."""
+
+    def __init__(self, settings: ServiceSettings, store: JobStore) -> None:
+        self.settings, self.store = settings, store
+        self._ctx = multiprocessing.get_context("spawn")
+        self._cond = threading.Condition()
+        self._pending: deque[str] = deque()
+        self._free: list[int] = list(range(settings.workers))[::-1]
+        self._running: dict[str, _Running] = {}
+        self._cancel = self._ctx.Array("b", settings.workers, lock=False)
+        self._progress = self._ctx.Queue()
+        self._executor: ProcessPoolExecutor | None = None
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+
+    # --- life cycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        recovered = self.store.recover(self.settings.max_attempts)
+        if recovered.requeued or recovered.failed or recovered.cancelled:
+            log.warning(
+                "unfinished jobs from the last run: %d re-queued, %d failed, %d cancelled",
+                len(recovered.requeued),
+                len(recovered.failed),
+                len(recovered.cancelled),
+            )
+        self._pending.extend(recovered.requeued)
+        self._executor = self._new_executor()
+        for target, name in ((self._dispatch, "dispatcher"), (self._read_progress, "progress")):
+            thread = threading.Thread(target=target, name=f"gaplanner-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        s = self.settings
+        executor = ProcessPoolExecutor(
+            max_workers=s.workers,
+            mp_context=self._ctx,
+            initializer=worker.initialize,
+            initargs=(
+                self._progress,
+                self._cancel,
+                s.threads_per_worker,
+                s.worker_nice,
+                s.progress_interval,
+                s.warm_up,
+            ),
+        )
+        for _ in range(s.workers):  # start every process now (each warms up), not on the first jobs
+            executor.submit(worker.ping)
+        return executor
+
+    def stop(self) -> None:
+        """Stop the searches that run (they go back to the queue for the next start) and the pool."""
+        with self._cond:
+            self._stopping = True
+            for running in self._running.values():
+                self._cancel[running.slot] = 1
+            self._cond.notify_all()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        self._progress.put(None)
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._progress.close()
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        """Block until every worker process has started (and warmed up)."""
+        assert self._executor is not None
+        futures = [self._executor.submit(worker.ping) for _ in range(self.settings.workers)]
+        deadline = time.monotonic() + timeout
+        try:
+            for future in futures:
+                future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except Exception:
+            return False
+        return True
+
+    # --- requests ---------------------------------------------------------------------------------
+
+    def submit(self, job: NewJob) -> None:
+        with self._cond:
+            if self._stopping:
+                raise ApiError(503, "the server is shutting down", None, {"Retry-After": "5"})
+            if len(self._pending) >= self.settings.max_queue:
+                raise ApiError(
+                    503,
+                    f"the queue is full ({len(self._pending)} jobs waiting); retry later",
+                    None,
+                    {"Retry-After": "5"},
+                )
+            self.store.insert(job)
+            self._pending.append(job.id)
+            self._cond.notify_all()
+
+    def cancel(self, job_id: str) -> str:
+        """``cancelled`` (it was queued), ``stopping`` (it runs and will stop) or its finished status."""
+        with self._cond:
+            if job_id in self._pending:
+                self._pending.remove(job_id)
+                self.store.cancel_queued(job_id)
+                return "cancelled"
+            running = self._running.get(job_id)
+            if running is not None:
+                running.cancel_requested = True
+                self._cancel[running.slot] = 1
+                self.store.request_cancel(job_id)
+                return "stopping"
+        row = self.store.get_columns(job_id, "status")
+        if row is None:
+            raise ApiError(404, f"no job with id {job_id!r}", "id")
+        return str(row["status"])
+
+    def live(self, job_id: str) -> tuple[dict[str, Any] | None, bool] | None:
+        """Progress and cancel request of a running job, or None when it is not running here."""
+        with self._cond:
+            running = self._running.get(job_id)
+            if running is None:
+                return None
+            return running.progress, running.cancel_requested
+
+    def health(self) -> dict[str, int]:
+        with self._cond:
+            return {
+                "queue_depth": len(self._pending),
+                "running": len(self._running),
+                "workers": self.settings.workers,
+            }
+
+    # --- threads ----------------------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping and not (self._pending and self._free):
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                job_id, slot = self._pending.popleft(), self._free.pop()
+                self._cancel[slot] = 0
+                self._running[job_id] = _Running(slot)
+            try:
+                claimed = self.store.mark_running(job_id)
+                if claimed is None:  # cancelled meanwhile
+                    self._release(job_id, slot)
+                    continue
+                kind, graph, options = claimed
+                future = self._submit(job_id, slot, kind, graph, options)
+            except Exception:
+                log.exception("could not start job %s", job_id)
+                self.store.fail(job_id, "the server could not start this job")
+                self._release(job_id, slot)
+                continue
+            future.add_done_callback(lambda f, job_id=job_id, slot=slot: self._finished(job_id, slot, f))
+
+    def _submit(self, job_id: str, slot: int, kind: str, graph: Any, options: dict[str, Any]) -> Future:
+        assert self._executor is not None
+        try:
+            return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
+        except BrokenProcessPool:
+            log.warning("the worker pool broke; starting a new one")
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = self._new_executor()
+            return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
+
+    def _release(self, job_id: str, slot: int) -> None:
+        with self._cond:
+            self._running.pop(job_id, None)
+            self._free.append(slot)
+            self._cond.notify_all()
+
+    def _finished(self, job_id: str, slot: int, future: Future) -> None:
+        try:
+            self._record(job_id, future)
+        except Exception:
+            log.exception("could not record the end of job %s", job_id)
+        finally:
+            self._release(job_id, slot)
+
+    def _record(self, job_id: str, future: Future) -> None:
+        with self._cond:
+            stopping = self._stopping
+            running = self._running.get(job_id)
+            cancel_requested = running is not None and running.cancel_requested
+        try:
+            result = future.result()
+        except BrokenProcessPool:
+            self._worker_died(job_id, stopping)
+            return
+        except GaplannerError as exc:  # the input passed the checks at submission, yet did not plan
+            self.store.fail(job_id, str(exc))
+            return
+        except Exception as exc:
+            if stopping:
+                self.store.requeue(job_id, count_attempt=False)
+                return
+            log.error("job %s failed", job_id, exc_info=exc)
+            self.store.fail(
+                job_id, f"internal error while planning ({type(exc).__name__}); see the server log"
+            )
+            return
+        if stopping and result["stopped"] and not cancel_requested:
+            self.store.requeue(job_id, count_attempt=False)  # shutdown: the next start runs it again
+            return
+        status = "cancelled" if result["stopped"] and cancel_requested else "done"
+        trace = thin_trace(result["trace"], self.settings.max_trace_records)
+        self.store.finish(
+            job_id,
+            status,
+            result=result.get("plan") or result.get("comparison"),
+            trace={"records": trace, "total_records": len(result["trace"])},
+            layout=result.get("layout"),
+            progress=result["progress"],
+            peak=result["peak"],
+        )
+
+    def _worker_died(self, job_id: str, stopping: bool) -> None:
+        attempts = self.store.requeue(job_id, count_attempt=not stopping)
+        if stopping:
+            return
+        if attempts >= self.settings.max_attempts:
+            self.store.fail(
+                job_id, f"the worker process died {attempts} times running this job (out of memory?)"
+            )
+            return
+        log.warning("a worker died running job %s; re-queued (attempt %d)", job_id, attempts + 1)
+        with self._cond:
+            self._pending.appendleft(job_id)
+            self._cond.notify_all()
+
+    def _read_progress(self) -> None:
+        while True:
+            try:
+                message = self._progress.get()
+            except (EOFError, OSError):
+                return
+            if message is None:
+                return
+            job_id, record = message
+            with self._cond:
+                running = self._running.get(job_id)
+                if running is not None:
+                    running.progress = record

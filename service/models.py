@@ -1,0 +1,243 @@
+"""The API's request and response bodies (pydantic); they are what /docs shows."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+
+from gaplanner.ga import GASettings
+from gaplanner.solve import ALGORITHMS
+
+_GA = GASettings()
+
+Status = Literal["queued", "running", "done", "failed", "cancelled"]
+Kind = Literal["plan", "compare"]
+Algorithm = Literal[ALGORITHMS]  # type: ignore[valid-type]
+
+#: What ``graph`` accepts, as OpenAPI shows it (``Document`` is the library's input schema).
+GRAPH_SCHEMA: dict[str, Any] = {
+    "description": (
+        "A graph or buffer-list document (the schema of `gaplanner schema`), or the name of a bundled "
+        "input: `zoo:NAME`, `zoo:NAME@N` (split over N cores) or `example:NAME`."
+    ),
+    "anyOf": [
+        {"$ref": "#/components/schemas/Document"},
+        {"type": "string", "pattern": "^(zoo|example):", "examples": ["zoo:resnet50", "zoo:resnet50@2"]},
+    ],
+}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchOptions(_Body):
+    """Genetic-search settings (see `gaplanner.ga.GASettings`); the server caps them."""
+
+    seed: int = Field(_GA.seed, ge=0, le=2**63 - 1, description="Same seed and budget, same plan.")
+    time_limit: float | None = Field(
+        None, gt=0, description="Seconds of search (default and maximum are set by the server)."
+    )
+    population: int = Field(_GA.population, ge=4, description="Individuals per island.")
+    generations: int | None = Field(_GA.generations, ge=0, description="Stop after this many generations.")
+    stall_generations: int | None = Field(
+        _GA.stall_generations, ge=1, description="Stop after this many generations without improvement."
+    )
+    islands: int = Field(_GA.islands, ge=1, description="Populations evolved side by side.")
+    workers: int | None = Field(
+        None, ge=1, description="Processes for the islands, where the planner supports it (1: in-process)."
+    )
+
+
+class PlanOptions(SearchOptions):
+    algorithm: Algorithm = Field("ga", description="The planner; `ga` by default, or a baseline.")
+
+
+GraphField = Annotated[Any, WithJsonSchema(GRAPH_SCHEMA)]
+
+
+class _GraphRequest(_Body):
+    graph: GraphField
+
+    @field_validator("graph")
+    @classmethod
+    def _object_or_name(cls, value: Any) -> Any:
+        if not isinstance(value, dict | str):
+            raise ValueError(
+                "expected a graph or buffer-list document (a JSON object) or a name such as zoo:resnet50"
+            )
+        return value
+
+
+class PlanRequest(_GraphRequest):
+    """A plan job: the input and, optionally, how to search."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"graph": "zoo:resnet50", "options": {"time_limit": 2}},
+                {
+                    "graph": {
+                        "buffers": [
+                            {"id": "a", "lower": 0, "upper": 2, "size": 1024},
+                            {"id": "b", "lower": 1, "upper": 3, "size": 2048},
+                            {"id": "c", "lower": 2, "upper": 4, "size": 1024},
+                        ]
+                    },
+                    "options": {"algorithm": "ga", "seed": 1, "time_limit": 1},
+                },
+            ]
+        }
+    )
+    options: PlanOptions = Field(default_factory=PlanOptions)
+
+
+class CompareRequest(_GraphRequest):
+    """A comparison job: every baseline and the GA on one input."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"graph": "zoo:mobilenetv2@2", "options": {"time_limit": 2}}]}
+    )
+    options: SearchOptions = Field(default_factory=SearchOptions)
+
+
+class Links(BaseModel):
+    self: str
+    trace: str
+    view: str | None = None
+
+
+class Accepted(BaseModel):
+    id: str
+    status: Status
+    links: Links
+
+
+class InputSummary(BaseModel):
+    name: str
+    blocks: int
+    lower_bound: int
+
+
+class Progress(BaseModel):
+    """The search so far: null until the job has started."""
+
+    generation: int | None = None
+    best_peak: int | None = None
+    lower_bound: int
+    elapsed_seconds: float | None = None
+    evaluations: int | None = None
+
+
+class PlanBlock(BaseModel):
+    id: str
+    offset: int
+    size: int
+
+
+class PlanResult(BaseModel):
+    """The plan JSON `gaplanner plan` prints, less the trace (served at .../trace)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    algorithm: str
+    peak: int
+    lower_bound: int
+    ratio: float
+    optimal: bool
+    elapsed_seconds: float
+    blocks: list[PlanBlock]
+
+
+class ComparisonRow(BaseModel):
+    algorithm: str
+    peak: int
+    ratio: float
+    seconds: float
+    optimal: bool
+
+
+class Comparison(BaseModel):
+    name: str
+    blocks: int
+    lower_bound: int
+    rows: list[ComparisonRow] = Field(description="The baselines, then the GA.")
+
+
+class _Job(BaseModel):
+    id: str
+    kind: Kind
+    status: Status
+    created_at: str = Field(description="ISO 8601, UTC.")
+    started_at: str | None
+    finished_at: str | None
+    input: InputSummary
+    progress: Progress
+    error: str | None = Field(description="Why the job failed, when it did.")
+    cancel_requested: bool
+    attempts: int = Field(description="Runs interrupted by a server restart or a worker crash.")
+    links: Links
+
+
+class PlanJob(_Job):
+    options: PlanOptions
+    plan: PlanResult | None = Field(
+        description="When done (or cancelled after a plan was found): the verified plan."
+    )
+
+
+class CompareJob(_Job):
+    options: SearchOptions
+    comparison: Comparison | None = Field(description="When done: the comparison table.")
+
+
+class JobSummary(BaseModel):
+    id: str
+    kind: Kind
+    status: Status
+    created_at: str
+    finished_at: str | None
+    name: str
+    blocks: int
+    algorithm: str
+    lower_bound: int
+    peak: int | None
+    links: Links
+
+
+class JobPage(BaseModel):
+    items: list[JobSummary]
+    total: int = Field(description="Jobs matching the filter.")
+    next: str | None = Field(description="The next page, or null on the last one.")
+
+
+class TraceRecord(BaseModel):
+    generation: int
+    best_peak: int
+    mean_peak: float
+    evaluations: int
+    elapsed: float
+
+
+class Trace(BaseModel):
+    id: str
+    status: Status
+    lower_bound: int
+    records: list[TraceRecord] = Field(description="One per generation (empty for baselines).")
+    total_records: int = Field(description="Generations recorded; more than len(records) when thinned.")
+    thinned: bool
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    queue_depth: int = Field(description="Jobs waiting for a worker.")
+    running: int
+    workers: int
+    version: str
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(description="One line naming the problem.")
+    field: str | None = Field(description="The request field at fault, when there is one.")

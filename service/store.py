@@ -1,0 +1,285 @@
+"""Jobs and results in SQLite: nothing accepted is lost across restarts.
+
+One connection in WAL mode, shared by the service's threads under a lock
+(every statement is short). Status changes are conditional updates
+(``... WHERE status = 'queued'``), so a cancel and a dispatch racing for the
+same job cannot both win.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    graph TEXT NOT NULL,
+    options TEXT NOT NULL,
+    name TEXT NOT NULL,
+    blocks INTEGER NOT NULL,
+    lower_bound INTEGER NOT NULL,
+    algorithm TEXT NOT NULL,
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    progress TEXT,
+    result TEXT,
+    trace TEXT,
+    layout TEXT,
+    error TEXT,
+    peak INTEGER
+);
+CREATE INDEX IF NOT EXISTS jobs_kind_seq ON jobs (kind, seq);
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
+"""
+
+#: Columns every read returns (the big ``graph``/``trace``/``layout`` texts only when asked for).
+_SUMMARY = (
+    "seq, id, kind, status, options, name, blocks, lower_bound, algorithm, created, started, finished, "
+    "attempts, cancel_requested, progress, error, peak"
+)
+
+ACTIVE = ("queued", "running")
+FINISHED = ("done", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class NewJob:
+    id: str
+    kind: str
+    graph: Any
+    options: dict[str, Any]
+    name: str
+    blocks: int
+    lower_bound: int
+    algorithm: str
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What start-up did with the jobs a previous server left unfinished."""
+
+    requeued: list[str]
+    failed: list[str]
+    cancelled: list[str]
+
+
+class JobStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a process crash loses nothing
+            self._db.execute("PRAGMA busy_timeout=5000")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(f"{path} was written by a newer gaplanner (schema {version})")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _one(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Row | None:
+        with self._lock:
+            return self._db.execute(sql, args).fetchone()
+
+    # --- writes -----------------------------------------------------------------------------------
+
+    def insert(self, job: NewJob) -> float:
+        created = time.time()
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO jobs (id, kind, status, graph, options, name, blocks, lower_bound, algorithm, "
+                "created) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.id,
+                    job.kind,
+                    json.dumps(job.graph, separators=(",", ":")),
+                    json.dumps(job.options),
+                    job.name,
+                    job.blocks,
+                    job.lower_bound,
+                    job.algorithm,
+                    created,
+                ),
+            )
+        return created
+
+    def mark_running(self, job_id: str) -> tuple[str, Any, dict[str, Any]] | None:
+        """queued -> running; the job's kind, graph and options, or None if it is no longer queued."""
+        with self._transaction() as db:
+            changed = db.execute(
+                "UPDATE jobs SET status = 'running', started = ? WHERE id = ? AND status = 'queued'",
+                (time.time(), job_id),
+            ).rowcount
+            if not changed:
+                return None
+            row = db.execute("SELECT kind, graph, options FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return row["kind"], json.loads(row["graph"]), json.loads(row["options"])
+
+    def finish(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        result: Any = None,
+        trace: Any = None,
+        layout: Any = None,
+        progress: Any = None,
+        peak: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        def text(value: Any) -> str | None:
+            return None if value is None else json.dumps(value, separators=(",", ":"))
+
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET status = ?, finished = ?, result = ?, trace = ?, layout = ?, "
+                "progress = COALESCE(?, progress), peak = ?, error = ? WHERE id = ?",
+                (
+                    status,
+                    time.time(),
+                    text(result),
+                    text(trace),
+                    text(layout),
+                    text(progress),
+                    peak,
+                    error,
+                    job_id,
+                ),
+            )
+
+    def requeue(self, job_id: str, *, count_attempt: bool) -> int:
+        """running -> queued (after a worker crash or a shutdown); the job's attempts so far."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE jobs SET status = 'queued', started = NULL, attempts = attempts + ? WHERE id = ?",
+                (int(count_attempt), job_id),
+            )
+            return int(db.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
+
+    def cancel_queued(self, job_id: str) -> bool:
+        with self._lock:
+            return bool(
+                self._db.execute(
+                    "UPDATE jobs SET status = 'cancelled', cancel_requested = 1, finished = ? "
+                    "WHERE id = ? AND status = 'queued'",
+                    (time.time(), job_id),
+                ).rowcount
+            )
+
+    def request_cancel(self, job_id: str) -> bool:
+        with self._lock:
+            return bool(
+                self._db.execute(
+                    "UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (job_id,)
+                ).rowcount
+            )
+
+    def recover(self, max_attempts: int) -> Recovered:
+        """Jobs a previous server left queued or running: re-queued, or failed/cancelled with a reason."""
+        requeued, failed, cancelled = [], [], []
+        now = time.time()
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT id, status, attempts, cancel_requested FROM jobs "
+                "WHERE status IN ('queued', 'running') ORDER BY seq"
+            ).fetchall()
+            for row in rows:
+                if row["cancel_requested"]:
+                    db.execute(
+                        "UPDATE jobs SET status = 'cancelled', finished = ?, error = ? WHERE id = ?",
+                        (now, "cancelled; the server restarted before the search stopped", row["id"]),
+                    )
+                    cancelled.append(row["id"])
+                    continue
+                attempts = row["attempts"] + (row["status"] == "running")
+                if attempts >= max_attempts:
+                    db.execute(
+                        "UPDATE jobs SET status = 'failed', finished = ?, attempts = ?, error = ? "
+                        "WHERE id = ?",
+                        (
+                            now,
+                            attempts,
+                            f"interrupted {attempts} times (server restarts or worker crashes); not retried",
+                            row["id"],
+                        ),
+                    )
+                    failed.append(row["id"])
+                    continue
+                db.execute(
+                    "UPDATE jobs SET status = 'queued', started = NULL, attempts = ? WHERE id = ?",
+                    (attempts, row["id"]),
+                )
+                requeued.append(row["id"])
+        return Recovered(requeued, failed, cancelled)
+
+    def fail(self, job_id: str, error: str) -> None:
+        self.finish(job_id, "failed", error=error)
+
+    # --- reads ------------------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> sqlite3.Row | None:
+        return self._one(f"SELECT {_SUMMARY}, result FROM jobs WHERE id = ?", (job_id,))
+
+    def get_columns(self, job_id: str, *columns: str) -> sqlite3.Row | None:
+        allowed = {"status", "kind", "lower_bound", "result", "trace", "layout", "name", "algorithm"}
+        assert set(columns) <= allowed
+        return self._one(f"SELECT {', '.join(columns)} FROM jobs WHERE id = ?", (job_id,))
+
+    def page(
+        self, kind: str, limit: int, after: int | None, status: str | None
+    ) -> tuple[list[sqlite3.Row], int]:
+        """Newest first; ``after`` is the ``seq`` of the last job of the previous page."""
+        where, args = ["kind = ?"], [kind]
+        if status is not None:
+            where.append("status = ?")
+            args.append(status)
+        clause = " AND ".join(where)
+        with self._lock:
+            total = self._db.execute(f"SELECT COUNT(*) FROM jobs WHERE {clause}", args).fetchone()[0]
+            if after is not None:
+                clause += " AND seq < ?"
+                args.append(after)
+            rows = self._db.execute(
+                f"SELECT {_SUMMARY} FROM jobs WHERE {clause} ORDER BY seq DESC LIMIT ?", (*args, limit)
+            ).fetchall()
+        return rows, int(total)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
+        return {row[0]: row[1] for row in rows}

@@ -1,0 +1,152 @@
+"""What runs inside a worker process: one job, from its stored request to a JSON-ready result.
+
+The parent hands each process, at start-up, a progress queue and a shared
+array of cancel flags (one per slot of the pool). A job reports a
+:class:`~gaplanner.ga.GenerationRecord` at most every ``progress_interval``
+seconds and stops at the next generation once its slot's flag is set (or its
+parent process has died); the GA then returns the best plan it had.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import signal
+import time
+from dataclasses import asdict
+from typing import Any
+
+log = logging.getLogger("service.worker")
+
+_progress = None  # multiprocessing.Queue of (job id, record dict)
+_cancel = None  # multiprocessing.Array('b'): cancel flag per slot
+_parent_pid: int | None = None
+_interval = 0.1
+
+
+def initialize(progress, cancel, threads: int, nice: int, interval: float, warm_up: bool) -> None:
+    """Process start-up: keep the handles, calm the process down, load the compiled decoders."""
+    global _progress, _cancel, _parent_pid, _interval
+    _progress, _cancel, _parent_pid, _interval = progress, cancel, os.getppid(), interval
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    if nice:
+        os.nice(nice)  # searches yield the CPU to the HTTP server
+    import numba
+
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    if warm_up:
+        try:
+            run_job("warm-up", None, "plan", "example:seed000_queue", {"generations": 1, "time_limit": 1.0})
+        except Exception:  # a failed warm-up only costs the first job some time
+            log.exception("worker warm-up failed")
+
+
+def ping() -> int:
+    return os.getpid()
+
+
+def load(graph: Any):
+    """The problem of a stored ``graph`` (a document, or a ``zoo:``/``example:`` name)."""
+    from gaplanner.io import load_problem, problem_from_json
+
+    if isinstance(graph, str):
+        return load_problem(graph)
+    return problem_from_json(graph)
+
+
+def ga_settings(options: dict[str, Any]):
+    from gaplanner.ga import GASettings
+
+    keys = ("population", "generations", "time_limit", "stall_generations", "seed", "islands")
+    return GASettings(**{k: options[k] for k in keys if k in options})
+
+
+def workers_supported() -> bool:
+    """Whether this build's ``solve``/``compare`` take ``workers`` (Ray islands)."""
+    from gaplanner import solve
+
+    return "workers" in inspect.signature(solve.solve).parameters
+
+
+def _extra(function: Any, options: dict[str, Any]) -> dict[str, Any]:
+    workers = options.get("workers")
+    if workers is None or "workers" not in inspect.signature(function).parameters:
+        return {}
+    return {"workers": workers}
+
+
+class _Reporter:
+    """on_progress / should_stop for one job."""
+
+    def __init__(self, job_id: str, slot: int | None) -> None:
+        self.job_id, self.slot = job_id, slot
+        self.last_sent = -1.0
+        self.stopped = False
+        self.records: list[dict[str, Any]] = []  # the GA's trace when the planner keeps none (compare)
+
+    def on_progress(self, record: Any) -> None:
+        data = asdict(record)
+        self.records.append(data)
+        now = time.monotonic()
+        if _progress is not None and self.slot is not None and now - self.last_sent >= _interval:
+            self.last_sent = now
+            _progress.put((self.job_id, data))
+
+    def should_stop(self) -> bool:
+        if self.slot is not None and _cancel is not None and _cancel[self.slot]:
+            self.stopped = True
+        elif _parent_pid is not None and os.getppid() != _parent_pid:
+            self.stopped = True  # the server died: do not search on as an orphan
+        return self.stopped
+
+
+def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Plan (or compare on) one input; what the store keeps of the result."""
+    from gaplanner.solve import compare, solve
+
+    problem = load(graph)
+    settings = ga_settings(options)
+    reporter = _Reporter(job_id, slot)
+    hooks = {"on_progress": reporter.on_progress, "should_stop": reporter.should_stop}
+    if kind == "compare":
+        rows = compare(problem, settings, **hooks, **_extra(compare, options))
+        result: dict[str, Any] = {
+            "comparison": {
+                "name": problem.name,
+                "blocks": problem.n,
+                "lower_bound": problem.lower_bound,
+                "rows": [
+                    {
+                        "algorithm": r.algorithm,
+                        "peak": r.peak,
+                        "ratio": round(r.ratio, 6),
+                        "seconds": round(r.seconds, 6),
+                        "optimal": r.optimal,
+                    }
+                    for r in rows
+                ],
+            },
+            "trace": reporter.records,
+            "peak": min(r.peak for r in rows),
+        }
+    else:
+        plan = solve(problem, options.get("algorithm", "ga"), settings, **hooks, **_extra(solve, options))
+        data = plan.to_dict()
+        trace = data.pop("trace", None)
+        result = {
+            "plan": data,
+            "trace": trace if trace is not None else reporter.records,
+            "layout": {"lower": problem.lower.tolist(), "upper": problem.upper.tolist()},
+            "peak": plan.peak,
+        }
+    final = result["trace"][-1] if result["trace"] else None
+    result["progress"] = {
+        "generation": final["generation"] if final else None,
+        "best_peak": result["peak"],
+        "lower_bound": problem.lower_bound,
+        "elapsed_seconds": round(final["elapsed"], 6) if final else None,
+        "evaluations": final["evaluations"] if final else None,
+    }
+    result["stopped"] = reporter.stopped
+    return result
