@@ -223,6 +223,35 @@ def _add_import_parser(sub: argparse._SubParsersAction) -> None:
     imp.set_defaults(handler=_import)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from service.app import run_server
+    except ImportError as exc:
+        raise InputError(
+            f"the service needs its extra: pip install 'gaplanner[service]' ({exc.name} is missing)", "serve"
+        ) from None
+    run_server(host=args.host, port=args.port, db=args.db, workers=args.jobs, log_level=args.log_level)
+    return 0
+
+
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser("serve", help="run the REST service (needs gaplanner[service])")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="(default %(default)s)")
+    serve.add_argument(
+        "--db", help="SQLite file for jobs and results (default $GAPLANNER_DB, else ~/.local/share)"
+    )
+    serve.add_argument(
+        "--jobs",
+        type=int,
+        help="searches run at once, one worker process each (default $GAPLANNER_WORKERS, else cores)",
+    )
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.set_defaults(handler=_serve)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gaplanner", description="Static memory planning with verified plans."
@@ -275,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_zoo_parser(sub)
     _add_import_parser(sub)
+    _add_serve_parser(sub)
     return parser
 
 
