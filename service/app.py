@@ -26,6 +26,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from pydantic.json_schema import models_json_schema
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gaplanner.schema import Document
@@ -175,7 +176,16 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"detail": str(exc.detail), "field": None}, exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # Starlette names the methods of the first matching route only
+            methods = {
+                method
+                for route in app.router.routes
+                if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
+                for method in route.methods or ()
+            }
+            headers["Allow"] = ", ".join(sorted(methods))
+        return JSONResponse({"detail": str(exc.detail), "field": None}, exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
@@ -437,6 +447,15 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, definition in extra["$defs"].items():
                 components.setdefault(name, definition)
+            # Every error is JSON (ErrorBody), whatever the route answers when it succeeds.
+            error = {JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    for code, response in operation.get("responses", {}).items():
+                        if code.isdigit() and int(code) >= 400:
+                            response["content"] = error
+            for unused in ("HTTPValidationError", "ValidationError"):
+                components.pop(unused, None)
             app.openapi_schema = schema
         return app.openapi_schema
 

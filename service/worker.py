@@ -13,6 +13,7 @@ import inspect
 import logging
 import os
 import signal
+import threading
 import time
 from dataclasses import asdict
 from typing import Any
@@ -30,6 +31,7 @@ def initialize(progress, cancel, threads: int, nice: int, interval: float, warm_
     global _progress, _cancel, _parent_pid, _interval
     _progress, _cancel, _parent_pid, _interval = progress, cancel, os.getppid(), interval
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    threading.Thread(target=_watch_parent, name="parent-watchdog", daemon=True).start()
     if nice:
         os.nice(nice)  # searches yield the CPU to the HTTP server
     import numba
@@ -40,6 +42,17 @@ def initialize(progress, cancel, threads: int, nice: int, interval: float, warm_
             run_job("warm-up", None, "plan", "example:seed000_queue", {"generations": 1, "time_limit": 1.0})
         except Exception:  # a failed warm-up only costs the first job some time
             log.exception("worker warm-up failed")
+
+
+def _orphaned() -> bool:
+    return _parent_pid is not None and os.getppid() != _parent_pid
+
+
+def _watch_parent() -> None:
+    """Exit when the server has died (killed, crashed): an orphan would wait on its queues forever."""
+    while not _orphaned():
+        time.sleep(0.5)
+    os._exit(3)
 
 
 def ping() -> int:
@@ -96,8 +109,8 @@ class _Reporter:
     def should_stop(self) -> bool:
         if self.slot is not None and _cancel is not None and _cancel[self.slot]:
             self.stopped = True
-        elif _parent_pid is not None and os.getppid() != _parent_pid:
-            self.stopped = True  # the server died: do not search on as an orphan
+        elif _orphaned():  # the server died: nobody wants the result
+            os._exit(3)
         return self.stopped
 
 

@@ -6,6 +6,7 @@ The app is real (worker processes, SQLite on disk); searches get tiny budgets.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,7 +245,9 @@ def test_view_is_one_offline_page_with_the_plan(client: TestClient) -> None:
     response = client.get(job["links"]["view"])
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
     page = response.text
-    assert "src=" not in page and "href=" not in page and "@import" not in page and "url(" not in page
+    references = re.findall(r'(?:src|href)\s*=\s*["\']?([^"\'\s>]*)', page)
+    assert all(ref.startswith("data:") for ref in references), references  # nothing to fetch
+    assert "@import" not in page and "url(" not in page and "fetch(" not in page
     data = page.split('<script id="plan-data" type="application/json">', 1)[1].split("</script>", 1)[0]
     payload = json.loads(data)
     assert [b["id"] for b in payload["plan"]["blocks"]] == [t["id"] for t in SEED000["tensors"]]

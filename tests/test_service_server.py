@@ -1,0 +1,213 @@
+"""The service as users run it: ``gaplanner serve`` (uvicorn) on 127.0.0.1, killed and restarted,
+and its plan viewer in headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from service.testing import (
+    FINISHED,
+    Server,
+    buffers_document,
+    check_plan,
+    run_server,
+    unreachable_bound_document,
+    wait_until,
+)
+
+ENV = {
+    "GAPLANNER_WORKERS": "2",
+    "GAPLANNER_DEFAULT_TIME_LIMIT": "0.5",
+    "GAPLANNER_MAX_TIME_LIMIT": "30",
+    "GAPLANNER_API_KEY": "",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("live")
+    with run_server(folder / "jobs.sqlite3", env=ENV) as live:
+        yield live
+
+
+def finish(server: Server, location: str, timeout: float = 60.0) -> dict[str, Any]:
+    def finished() -> dict[str, Any] | None:
+        status, job = server.request("GET", location)
+        assert status == 200, job
+        return job if job["status"] in FINISHED else None
+
+    return wait_until(finished, timeout, 0.1)
+
+
+def test_submit_poll_result_over_real_http(server: Server) -> None:
+    doc = buffers_document(60, seed=7)
+    status, accepted = server.request("POST", "/v1/plans", {"graph": doc, "options": {"generations": 10}})
+    assert status == 202
+    job = finish(server, accepted["links"]["self"])
+    assert job["status"] == "done"
+    check_plan(doc, job["plan"])
+    status, health = server.request("GET", "/v1/health")
+    assert status == 200 and health["workers"] == 2
+
+
+def test_twenty_concurrent_clients(server: Server) -> None:
+    docs = [unreachable_bound_document(40, seed=i) for i in range(20)]
+
+    def client(doc: dict[str, Any]) -> dict[str, Any]:
+        options = {"time_limit": 0.3, "stall_generations": None}
+        status, accepted = server.request("POST", "/v1/plans", {"graph": doc, "options": options})
+        assert status == 202, accepted
+        return finish(server, accepted["links"]["self"])
+
+    with ThreadPoolExecutor(20) as pool:
+        jobs = list(pool.map(client, docs))
+    for doc, job in zip(docs, jobs, strict=True):
+        assert job["status"] == "done"
+        check_plan(doc, job["plan"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_killed_server_restarts_with_nothing_lost(tmp_path: Path) -> None:
+    db = tmp_path / "jobs.sqlite3"
+    env = {**ENV, "GAPLANNER_WORKERS": "1"}
+    long_doc = unreachable_bound_document(seed=11)
+    with run_server(db, env=env) as first:
+        _, finished = first.request("POST", "/v1/plans", {"graph": "example:seed000_queue"})
+        done_before = finish(first, finished["links"]["self"])
+        assert done_before["status"] == "done"
+        options = {"time_limit": 2, "stall_generations": None}
+        _, running = first.request("POST", "/v1/plans", {"graph": long_doc, "options": options})
+        _, queued = first.request("POST", "/v1/plans", {"graph": buffers_document(30), "options": options})
+
+        def searching() -> bool:
+            job = first.request("GET", running["links"]["self"])[1]
+            return job["status"] == "running" and bool(job["progress"]["generation"])
+
+        wait_until(searching, 60)
+        assert first.request("GET", queued["links"]["self"])[1]["status"] == "queued"
+        workers = first.children()
+        first.kill()  # SIGKILL: no shutdown hook runs
+        # The orphaned worker notices its parent is gone and stops within a generation.
+        wait_until(lambda: not any(_alive(pid) for pid in workers), 15)
+
+    with run_server(db, env=env) as second:
+        status, job = second.request("GET", finished["links"]["self"])
+        assert status == 200 and job["status"] == "done" and job["plan"] == done_before["plan"]
+        again = finish(second, running["links"]["self"])
+        assert again["status"] == "done" and again["attempts"] == 1, again
+        assert again["plan"]["stop_reason"] == "time limit"
+        check_plan(long_doc, again["plan"])
+        later = finish(second, queued["links"]["self"])
+        assert later["status"] == "done" and later["attempts"] == 0
+        check_plan(buffers_document(30), later["plan"])
+
+
+# --- the viewer in a real browser -------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_viewer_draws_every_block_in_chromium(server: Server, browser: Any, tmp_path: Path) -> None:
+    from PIL import Image
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    doc = unreachable_bound_document(80, seed=3)
+    options = {"time_limit": 1.0, "stall_generations": None}
+    _, accepted = server.request("POST", "/v1/plans", {"graph": doc, "options": options})
+    job = finish(server, accepted["links"]["self"])
+    browser.get(server.url + job["links"]["view"])
+    wait_until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 10)
+
+    rects = browser.find_elements(By.CSS_SELECTOR, "#blocks rect.block")
+    assert len(rects) == len(doc["buffers"])
+    assert {r.get_attribute("data-id") for r in rects} == {b["id"] for b in doc["buffers"]}
+    assert browser.find_elements(By.CSS_SELECTOR, "#plan-svg line.peak")
+    assert browser.find_elements(By.CSS_SELECTOR, "#plan-svg line.bound")
+    assert browser.find_element(By.ID, "best-curve").get_attribute("d").count("L") >= 2
+    # Nothing was fetched: the page and its data are one document.
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched == [], fetched
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+    biggest = max(rects, key=lambda r: r.size["width"] * r.size["height"])
+    ActionChains(browser).move_to_element(biggest).perform()
+    tooltip = browser.find_element(By.ID, "tooltip")
+    wait_until(lambda: tooltip.is_displayed(), 5)
+    assert tooltip.text.startswith(biggest.get_attribute("data-id") + ":")
+
+    shot = tmp_path / "viewer.png"
+    browser.save_screenshot(str(shot))
+    if os.environ.get("GAPLANNER_SCREENSHOT"):
+        shutil.copy(shot, os.environ["GAPLANNER_SCREENSHOT"])
+    image = Image.open(shot).convert("RGB")
+    small = image.resize((image.width // 4, image.height // 4))
+    colours = small.getcolors(maxcolors=1 << 16) or []
+    not_white = sum(count for count, rgb in colours if min(rgb) < 235)
+    assert len(colours) > 50, "the screenshot is (nearly) one colour"
+    assert not_white / (small.width * small.height) > 0.1
+
+
+def test_viewer_of_a_baseline_plan_says_there_is_no_trace(server: Server, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _, accepted = server.request(
+        "POST", "/v1/plans", {"graph": "zoo:googlenet", "options": {"algorithm": "greedy-size"}}
+    )
+    job = finish(server, accepted["links"]["self"])
+    started = time.monotonic()
+    browser.get(server.url + job["links"]["view"])
+    wait_until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 10)
+    assert time.monotonic() - started < 10
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#blocks rect.block")) == job["input"]["blocks"]
+    assert "one-pass baseline" in browser.find_element(By.ID, "trace-chart").text
