@@ -33,11 +33,12 @@ import logging
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -67,9 +68,9 @@ LOCAL_RAY_ENV = {
 
 #: Below this many seconds of expected search a fresh local Ray cannot pay off (see README).
 MIN_RAY_SECONDS = 30.0
-#: Per-evaluation cost model for that estimate: seconds per conflict-list entry and per individual.
-SECONDS_PER_EDGE = 2e-8
-SECONDS_PER_INDIVIDUAL = 5e-5
+#: Cost of one evaluation (one thread, measured 2-18 ns per conflict-list entry): per entry, per individual.
+SECONDS_PER_ENTRY = 1e-8
+SECONDS_PER_INDIVIDUAL = 2e-5
 #: A worker that dies this many times in a row fails the search.
 MAX_RESTARTS_IN_A_ROW = 3
 
@@ -84,20 +85,55 @@ def cluster_address(address: str | None = None) -> str | None:
     return address or os.environ.get("RAY_ADDRESS") or None
 
 
-def init_local_ray(num_cpus: int | None = None) -> None:
-    """Start a local Ray that listens on loopback only, with no dashboard and no usage stats."""
-    import ray
+def ray_running() -> bool:
+    """Whether this process is already connected to a Ray (never imports Ray itself)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
 
+
+@contextmanager
+def _loopback_environment() -> Iterator[None]:
+    """:data:`LOCAL_RAY_ENV` (where unset) for the processes a local Ray starts, undone afterwards.
+
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when it is imported; if this
+    process imported it before, its copy of the flag is set to match.
+    """
+    saved = {key: os.environ.get(key) for key in [*LOCAL_RAY_ENV, "RAY_ADDRESS"]}
     for key, value in LOCAL_RAY_ENV.items():
         os.environ.setdefault(key, value)
     os.environ.pop("RAY_ADDRESS", None)  # a local Ray, not whatever RAY_ADDRESS names
-    ray.init(
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        logging_level=logging.WARNING,
-    )
+    from ray._private import ray_constants
+
+    cluster_flag = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] not in ("0", "false")
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster_flag
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def local_ray(num_cpus: int | None = None) -> Iterator[Any]:
+    """A local Ray listening on loopback only (no dashboard, no usage stats); shut down on exit."""
+    with _loopback_environment():
+        import ray
+
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
@@ -133,17 +169,18 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     shuts down on exit what it started or connected here (never a cluster:
     ``ray.shutdown`` only disconnects from one).
     """
-    import ray
-
-    if ray.is_initialized():
-        yield ray
+    if ray_running():
+        yield sys.modules["ray"]
         return
     address = cluster_address(address)
     with _sigterm_unwinds():
-        if address:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        else:
-            init_local_ray(num_cpus)
+        if not address:
+            with local_ray(num_cpus) as ray:
+                yield ray
+            return
+        import ray
+
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         try:
             yield ray
         finally:
@@ -156,7 +193,7 @@ def expected_search_seconds(problem: Problem, settings: GASettings, islands: int
     if settings.time_limit is not None:
         limits.append(settings.time_limit)
     if settings.generations is not None:
-        per_evaluation = SECONDS_PER_EDGE * 2 * problem.conflicts.edge_count + SECONDS_PER_INDIVIDUAL
+        per_evaluation = SECONDS_PER_ENTRY * len(problem.conflicts.indices) + SECONDS_PER_INDIVIDUAL
         limits.append((settings.generations + 1) * settings.population * islands * per_evaluation)
     return min(limits)
 
@@ -172,11 +209,7 @@ def ray_pays_off(problem: Problem, settings: GASettings, workers: int, address: 
     """
     if workers < 2 or not ray_available():
         return False
-    if cluster_address(address):
-        return True
-    import ray
-
-    if ray.is_initialized():
+    if cluster_address(address) or ray_running():
         return True
     threshold = float(os.environ.get("GAPLANNER_RAY_MIN_SECONDS", MIN_RAY_SECONDS))
     return expected_search_seconds(problem, settings, workers) >= threshold
@@ -221,9 +254,7 @@ class IslandState:
 
     generation: int
     population: np.ndarray
-    peaks: np.ndarray
-    contiguity: np.ndarray
-    offsets: np.ndarray
+    scores: Scores
     rng_state: dict[str, Any]
     evaluations: int
 
@@ -249,7 +280,7 @@ def _restore_island(problem: Problem, settings: GASettings, state: IslandState) 
     fitness = PopulationFitness(problem, settings.use_contiguity)
     island = Island(fitness, settings, rng, np.array(state.population[:1]))  # scores one; replaced below
     island.population = np.array(state.population)
-    island.scores = Scores(np.array(state.peaks), np.array(state.contiguity), np.array(state.offsets))
+    island.scores = Scores(**{f.name: np.array(getattr(state.scores, f.name)) for f in fields(Scores)})
     fitness.evaluations = state.evaluations
     return island
 
@@ -304,9 +335,7 @@ class IslandWorker:
         state = IslandState(
             self.generation[k],
             island.population,
-            island.scores.peaks,
-            island.scores.contiguity,
-            island.scores.offsets,
+            island.scores,
             island.rng.bit_generator.state,
             island.fitness.evaluations,
         )
@@ -558,7 +587,7 @@ def _search(
         generation = max(reached)
         reason = absorb(_merge(records, phase_started, started))
     states = [driver.states[k] for k in range(s.islands)]
-    best = min(states, key=lambda state: int(state.peaks.min()))
+    best = min(states, key=lambda state: int(state.scores.peaks.min())).scores
     return make_plan(
         problem,
         best.offsets[int(np.argmin(best.peaks))],

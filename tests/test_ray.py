@@ -1,0 +1,149 @@
+"""Islands on Ray: same seed same plan (also as in-process), dead workers replaced, loopback only.
+
+One local Ray (2 CPUs) for the whole module, started the way the library starts it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+psutil = pytest.importorskip("psutil")
+
+from gaplanner import find_violation, problem_from_arrays  # noqa: E402
+from gaplanner.cli import main  # noqa: E402
+from gaplanner.distributed import local_ray, run_islands  # noqa: E402
+from gaplanner.ga import GASettings, run_ga  # noqa: E402
+from gaplanner.solve import solve  # noqa: E402
+
+SETTINGS = GASettings(
+    population=12, generations=40, time_limit=None, stall_generations=None, islands=3, seed=5
+)
+
+
+@pytest.fixture(scope="module")
+def started_ray():
+    """Started as the library starts a local Ray (module-wide: Ray's start-up costs seconds)."""
+    if ray.is_initialized():
+        ray.shutdown()
+    with local_ray(num_cpus=2) as module:
+        yield module
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """200 random interval blocks: the GA does not reach the lower bound in 40 generations."""
+    rng = np.random.default_rng(1)
+    lower = rng.integers(0, 100, 200)
+    return problem_from_arrays(rng.integers(1, 1000, 200), lower, lower + rng.integers(1, 40, 200), name="r")
+
+
+def peaks(plan) -> list[tuple[int, int, int]]:
+    return [(r["generation"], r["best_peak"], r["evaluations"]) for r in plan.details["trace"]]
+
+
+def test_islands_give_the_same_verified_plan_for_the_same_seed(started_ray, problem) -> None:
+    first = run_islands(problem, SETTINGS, workers=2)
+    second = run_islands(problem, SETTINGS, workers=2)
+    alone = run_ga(problem, SETTINGS)  # the same three islands in this process
+    assert find_violation(problem, first.offsets) is None
+    assert first.details["ray"] and first.details["islands"] == 3 and first.details["restarts"] == 0
+    assert first.details["stop_reason"] == "generation limit" and first.details["generations"] == 40
+    assert np.array_equal(first.offsets, second.offsets)
+    assert np.array_equal(first.offsets, alone.offsets)
+    assert peaks(first) == peaks(second) == peaks(alone)
+    assert first.peak > problem.lower_bound  # the migration rounds did matter
+
+
+def test_a_killed_worker_is_replaced_and_the_plan_is_unchanged(started_ray, problem) -> None:
+    settings = GASettings(
+        population=12, generations=90, time_limit=None, stall_generations=None, islands=2, seed=3,
+        migration_interval=30,
+    )  # fmt: skip
+    reference = run_ga(problem, settings)
+    pids: list[int] = []
+    killed: list[int] = []
+
+    def kill(pid: int) -> None:
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    def on_progress(record) -> None:
+        if record.generation == 0 and not killed:  # between phases: the next call finds it dead
+            kill(pids[0])
+        if record.generation == 30 and len(killed) == 1:  # while the next phase runs
+            threading.Timer(0.05, kill, args=(pids[1],)).start()
+
+    plan = run_islands(
+        problem,
+        settings,
+        workers=2,
+        on_start=lambda driver: pids.extend(driver.pids()),
+        on_progress=on_progress,
+    )
+    assert len(killed) == 2 and not any(psutil.pid_exists(pid) for pid in killed)
+    assert plan.details["restarts"] >= 2
+    assert find_violation(problem, plan.offsets) is None
+    assert np.array_equal(plan.offsets, reference.offsets)  # restored from the last migration, exactly
+    assert peaks(plan) == peaks(reference)
+
+
+def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> None:
+    timed = GASettings(population=12, generations=None, time_limit=2.0, stall_generations=None, islands=2)
+    started = time.perf_counter()
+    plan = run_islands(problem, timed, workers=2)
+    assert plan.details["stop_reason"] == "time limit" and time.perf_counter() - started < 6.0
+    assert find_violation(problem, plan.offsets) is None
+
+    calls = []
+    endless = GASettings(population=12, generations=None, time_limit=None, stall_generations=10**6, islands=2)
+    plan = run_islands(problem, endless, workers=2, should_stop=lambda: len(calls) > 3 or calls.append(1))
+    assert plan.details["stop_reason"] == "stopped by request"
+    assert find_violation(problem, plan.offsets) is None
+
+
+def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_path) -> None:
+    plan = solve(problem, "ga", SETTINGS, workers=2)
+    assert plan.details["ray"] and plan.details["workers"] == 2
+    path = tmp_path / "blocks.csv"
+    path.write_text(plan.to_csv())
+    code = main(["plan", str(path), "--workers", "2", "--generations", "5", "--islands", "1", "-q"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["ray"] and out["islands"] == 2 and out["generations"] == 5
+
+
+def _listening(process) -> list[tuple[str, int]]:
+    try:
+        return [c.laddr for c in process.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+def _loopback(host: str) -> bool:
+    address = ipaddress.ip_address(host.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address in ipaddress.ip_network("127.0.0.0/8") or address == ipaddress.ip_address("::1")
+
+
+def test_a_local_ray_listens_on_loopback_only(started_ray, problem) -> None:
+    sockets: list[tuple[str, str, int]] = []
+
+    def inspect(driver) -> None:  # while the workers are up
+        me = psutil.Process()
+        for process in [me, *me.children(recursive=True)]:
+            sockets.extend((process.name(), address.ip, address.port) for address in _listening(process))
+
+    settings = GASettings(population=8, generations=3, time_limit=None, islands=2)
+    run_islands(problem, settings, workers=2, on_start=inspect)
+    names = {name for name, _, _ in sockets}
+    assert any("gcs_server" in name for name in names) and any("raylet" in name for name in names)
+    assert [s for s in sockets if not _loopback(s[1])] == []
