@@ -344,7 +344,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         return page("plan", limit, after, status)
 
     @v1.get("/plans/{job_id}", response_model=PlanJob, responses=ERRORS_READ, summary="A plan job")
-    def get_plan(job_id: str) -> Response:
+    async def get_plan(job_id: str) -> Response:  # one indexed read: on the loop, no thread hop
         """Status, progress while it runs, and the verified plan once done."""
         return Response(job_json("plan", job_id), media_type=JSON)
 
@@ -406,7 +406,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         return page("compare", limit, after, status)
 
     @v1.get("/compare/{job_id}", response_model=CompareJob, responses=ERRORS_READ, summary="A comparison job")
-    def get_comparison(job_id: str) -> Response:
+    async def get_comparison(job_id: str) -> Response:
         """Status, the GA's progress while it runs, and the comparison table once done."""
         return Response(job_json("compare", job_id), media_type=JSON)
 
@@ -431,7 +431,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.include_router(v1)
 
     @app.get("/v1/health", response_model=Health, tags=["health"])
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         """Liveness and queue depth; needs no API key."""
         return {"status": "ok", **manager().health(), "version": VERSION}
 

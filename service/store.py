@@ -1,7 +1,8 @@
 """Jobs and results in SQLite: nothing accepted is lost across restarts.
 
-One connection in WAL mode, shared by the service's threads under a lock
-(every statement is short). Status changes are conditional updates
+One writing connection in WAL mode, shared by the service's threads under a
+lock (every statement is short), and one read-only connection per thread:
+in WAL mode readers see the last commit and never wait for the writer. Status changes are conditional updates
 (``... WHERE status = 'queued'``), so a cancel and a dispatch racing for the
 same job cannot both win.
 """
@@ -82,9 +83,10 @@ class Recovered:
 class JobStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()  # the one writing connection is shared by the service's threads
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         with self._lock:
@@ -99,6 +101,8 @@ class JobStore:
 
     def close(self) -> None:
         with self._lock:
+            for reader in self._readers:
+                reader.close()
             self._db.close()
 
     @contextmanager
@@ -112,9 +116,19 @@ class JobStore:
                 raise
             self._db.execute("COMMIT")
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection: in WAL mode readers never wait for the writer."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            db.row_factory = sqlite3.Row
+            self._local.db = db
+            with self._lock:
+                self._readers.append(db)
+        return db
+
     def _one(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Row | None:
-        with self._lock:
-            return self._db.execute(sql, args).fetchone()
+        return self._reader().execute(sql, args).fetchone()
 
     # --- writes -----------------------------------------------------------------------------------
 
@@ -269,17 +283,16 @@ class JobStore:
             where.append("status = ?")
             args.append(status)
         clause = " AND ".join(where)
-        with self._lock:
-            total = self._db.execute(f"SELECT COUNT(*) FROM jobs WHERE {clause}", args).fetchone()[0]
-            if after is not None:
-                clause += " AND seq < ?"
-                args.append(after)
-            rows = self._db.execute(
-                f"SELECT {_SUMMARY} FROM jobs WHERE {clause} ORDER BY seq DESC LIMIT ?", (*args, limit)
-            ).fetchall()
+        db = self._reader()
+        total = db.execute(f"SELECT COUNT(*) FROM jobs WHERE {clause}", args).fetchone()[0]
+        if after is not None:
+            clause += " AND seq < ?"
+            args.append(after)
+        rows = db.execute(
+            f"SELECT {_SUMMARY} FROM jobs WHERE {clause} ORDER BY seq DESC LIMIT ?", (*args, limit)
+        ).fetchall()
         return rows, int(total)
 
     def counts(self) -> dict[str, int]:
-        with self._lock:
-            rows = self._db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
+        rows = self._reader().execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
         return {row[0]: row[1] for row in rows}
