@@ -25,9 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from service.testing import buffers_document, check_plan, run_server, wait_until
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -37,61 +41,90 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
 
 
+class Connection:
+    """One keep-alive HTTP/1.1 connection doing the least a client can per request, so that on a
+    2-core machine the figures measure the server rather than the client library."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+
+    async def open(self) -> Connection:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, dict, bytes]:
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        self.writer.write(head.encode() + b"\r\n" + (body or b""))
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw[:-4].split(b"\r\n")
+        headers = dict(line.lower().split(b": ", 1) for line in lines[1:])
+        content = await self.reader.readexactly(int(headers[b"content-length"]))
+        return int(lines[0].split()[1]), headers, content
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 async def run_load(url: str, args: argparse.Namespace, seeded: list[str]) -> dict[str, Any]:
+    host, port = url.removeprefix("http://").split(":")
     deadline = time.monotonic() + args.seconds
     polls: list[float] = []
     submissions: list[float] = []
     submitted: list[tuple[str, dict[str, Any]]] = []
     errors: dict[str, int] = {}
     documents = [buffers_document(args.blocks, seed=1000 + i) for i in range(16)]
-    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    connections = [await Connection(host, int(port)).open() for _ in range(args.clients)]
 
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30.0) as client:
+    async def poller(k: int) -> None:
+        rng, connection = random.Random(k), connections[k]
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            status, _, _ = await connection.request("GET", rng.choice(seeded))
+            if status == 200:
+                polls.append(time.perf_counter() - started)
+            else:
+                errors[str(status)] = errors.get(str(status), 0) + 1
 
-        async def poller(k: int) -> None:
-            rng = random.Random(k)
-            while time.monotonic() < deadline:
-                started = time.perf_counter()
-                response = await client.get(rng.choice(seeded))
-                if response.status_code == 200:
-                    polls.append(time.perf_counter() - started)
-                else:
-                    errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+    async def submitter(k: int) -> None:
+        rng, connection = random.Random(10_000 + k), connections[k]
+        bodies = [
+            (doc, json.dumps({"graph": doc, "options": {"algorithm": args.algorithm, "seed": k}}).encode())
+            for doc in documents
+        ]
+        while time.monotonic() < deadline:
+            doc, body = rng.choice(bodies)
+            started = time.perf_counter()
+            status, headers, _ = await connection.request("POST", "/v1/plans", body)
+            if status == 202:
+                submissions.append(time.perf_counter() - started)
+                submitted.append((headers[b"location"].decode(), doc))
+            else:
+                errors[str(status)] = errors.get(str(status), 0) + 1
 
-        async def submitter(k: int) -> None:
-            rng = random.Random(10_000 + k)
-            while time.monotonic() < deadline:
-                doc = rng.choice(documents)
-                body = {"graph": doc, "options": {"algorithm": args.algorithm, "seed": k}}
-                started = time.perf_counter()
-                response = await client.post("/v1/plans", json=body)
-                if response.status_code == 202:
-                    submissions.append(time.perf_counter() - started)
-                    submitted.append((response.headers["location"], doc))
-                else:
-                    errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+    started = time.monotonic()
+    await asyncio.gather(
+        *(submitter(k) for k in range(args.submitters)),
+        *(poller(k) for k in range(args.submitters, args.clients)),
+    )
+    elapsed = time.monotonic() - started
 
-        started = time.monotonic()
-        await asyncio.gather(
-            *(submitter(k) for k in range(args.submitters)),
-            *(poller(k) for k in range(args.clients - args.submitters)),
-        )
-        elapsed = time.monotonic() - started
+    # Every accepted job finishes with a verified plan (checked on a sample).
+    async def finished(location: str) -> dict[str, Any]:
+        for _ in range(int(args.drain_timeout / 0.2)):
+            job = json.loads((await connections[0].request("GET", location))[2])
+            if job["status"] in ("done", "failed", "cancelled"):
+                return job
+            await asyncio.sleep(0.2)
+        raise TimeoutError(location)
 
-        # Every accepted job finishes with a verified plan (checked on a sample).
-        async def finished(location: str) -> dict[str, Any]:
-            for _ in range(int(args.drain_timeout / 0.2)):
-                job = (await client.get(location)).json()
-                if job["status"] in ("done", "failed", "cancelled"):
-                    return job
-                await asyncio.sleep(0.2)
-            raise TimeoutError(location)
-
-        jobs = [await finished(location) for location, _ in submitted]
-        for (_, doc), job in random.Random(0).sample(
-            list(zip(submitted, jobs, strict=True)), min(20, len(jobs))
-        ):
-            check_plan(doc, job["plan"])
+    jobs = [await finished(location) for location, _ in submitted]
+    for connection in connections:
+        connection.close()
+    pairs = list(zip(submitted, jobs, strict=True))
+    for (_, doc), job in random.Random(0).sample(pairs, min(20, len(pairs))):
+        check_plan(doc, job["plan"])
     return {
         "seconds": round(elapsed, 2),
         "clients": args.clients,
@@ -142,7 +175,14 @@ def main() -> None:
                 wait_until(
                     lambda location=location: server.request("GET", location)[1]["status"] == "done", 120
                 )
+            server_cpu, client_cpu = cpu_seconds(server.process.pid), time.process_time()
+            load_before = os.getloadavg()[0]
             figures = asyncio.run(run_load(server.url, args, seeded))
+            figures["server_cpu_seconds"] = round(cpu_seconds(server.process.pid) - server_cpu, 2)
+            figures["client_cpu_seconds"] = round(time.process_time() - client_cpu, 2)
+            figures["load_average_before"] = round(load_before, 2)
+            requests = figures["polls"] + figures["submissions"]
+            figures["server_cpu_ms_per_request"] = round(1000 * figures["server_cpu_seconds"] / requests, 3)
     figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(json.dumps(figures, indent=2))
     print(

@@ -34,6 +34,11 @@ class ServiceSettings(BaseSettings):
     max_queue: int = Field(1000, ge=1, description="Queued jobs beyond which submissions get 503.")
     max_blocks: int = Field(20_000, ge=1, description="Most blocks one job may have (413 beyond).")
     max_body_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Largest request body (413 beyond).")
+    inline_body_bytes: int = Field(
+        32 * 1024,
+        ge=0,
+        description="Submissions up to this size are validated on the event loop, larger ones in a thread.",
+    )
     max_time_limit: float = Field(300.0, gt=0, description="Largest options.time_limit in seconds.")
     default_time_limit: float = Field(10.0, gt=0, description="options.time_limit when none is given.")
     max_population: int = Field(1024, ge=4, description="Largest options.population.")

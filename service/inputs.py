@@ -124,9 +124,13 @@ def _options(options: dict[str, Any], settings: ServiceSettings) -> dict[str, An
     return options
 
 
-def prepare(kind: str, body: bytes, settings: ServiceSettings) -> NewJob:
-    """A validated job for ``POST /v1/plans`` (kind ``plan``) or ``POST /v1/compare`` (``compare``)."""
-    request = parse_body(body, PlanRequest if kind == "plan" else CompareRequest)
+def parse_request(kind: str, body: bytes) -> PlanRequest | CompareRequest:
+    """The body of ``POST /v1/plans`` (kind ``plan``) or ``POST /v1/compare`` (``compare``)."""
+    return parse_body(body, PlanRequest if kind == "plan" else CompareRequest)  # type: ignore[return-value]
+
+
+def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceSettings) -> NewJob:
+    """A validated job: options within the server's caps, an input that builds a problem."""
     options = _options(request.options.model_dump(), settings)  # type: ignore[attr-defined]
     graph = request.graph  # type: ignore[attr-defined]
     problem = _problem(graph, settings)

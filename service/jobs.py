@@ -118,18 +118,9 @@ class JobManager:
         for thread in self._threads:
             thread.join(timeout=10)
         self._progress.close()
-
-    def wait_ready(self, timeout: float = 60.0) -> bool:
-        """Block until every worker process has started (and warmed up)."""
-        assert self._executor is not None
-        futures = [self._executor.submit(worker.ping) for _ in range(self.settings.workers)]
-        deadline = time.monotonic() + timeout
-        try:
-            for future in futures:
-                future.result(timeout=max(0.0, deadline - time.monotonic()))
-        except Exception:
-            return False
-        return True
+        self._progress.join_thread()
+        # Drop the queue's semaphores now, so the resource tracker sees them released.
+        del self._progress, self._cancel
 
     # --- requests ---------------------------------------------------------------------------------
 
