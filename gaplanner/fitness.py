@@ -24,14 +24,40 @@ class Scores:
     """Fitness of a population, one entry (or row) per individual."""
 
     peaks: np.ndarray  # int64
+    top_blocks: np.ndarray  # int64: how many blocks end at the peak
     contiguity: np.ndarray  # float64 in [0, 1]
     offsets: np.ndarray  # int64, (population, blocks)
 
-    def ranking(self, use_contiguity: bool = True) -> np.ndarray:
-        """Individuals best first: by peak, then (optionally) by higher contiguity."""
+    def ranking(self, use_top_blocks: bool = True, use_contiguity: bool = True) -> np.ndarray:
+        """Individuals best first: by peak, then fewer blocks at the peak, then higher contiguity.
+
+        Both tie-breaks are optional (for the ablation). Fewer blocks at the peak
+        is a step towards a lower peak: each one moved down is one less to move.
+        """
+        keys = [self.peaks]
+        if use_top_blocks:
+            keys.insert(0, self.top_blocks)
         if use_contiguity:
-            return np.lexsort((-self.contiguity, self.peaks))
-        return np.argsort(self.peaks, kind="stable")
+            keys.insert(0, -self.contiguity)
+        return np.lexsort(keys)
+
+    def take(self, index: np.ndarray) -> Scores:
+        return Scores(self.peaks[index], self.top_blocks[index], self.contiguity[index], self.offsets[index])
+
+    def join(self, other: Scores) -> Scores:
+        return Scores(
+            np.concatenate([self.peaks, other.peaks]),
+            np.concatenate([self.top_blocks, other.top_blocks]),
+            np.concatenate([self.contiguity, other.contiguity]),
+            np.concatenate([self.offsets, other.offsets]),
+        )
+
+    def put(self, index: np.ndarray, other: Scores) -> None:
+        """Overwrite the individuals at ``index`` with ``other``'s."""
+        self.peaks[index] = other.peaks
+        self.top_blocks[index] = other.top_blocks
+        self.contiguity[index] = other.contiguity
+        self.offsets[index] = other.offsets
 
 
 @nb.njit(cache=True, inline="always")
@@ -105,4 +131,5 @@ class PopulationFitness:
             )
         else:
             contiguity = np.zeros(len(orders))
-        return by_address, Scores(peaks, contiguity, offsets)
+        top_blocks = np.count_nonzero(offsets + self.problem.sizes == peaks[:, None], axis=1)
+        return by_address, Scores(peaks, top_blocks, contiguity, offsets)

@@ -43,6 +43,7 @@ class GASettings:
     generations: int | None = None
     time_limit: float | None = 10.0
     stall_generations: int | None = 1000
+    max_evaluations: int | None = None
     seed: int = 0
     islands: int = 1
     migration_interval: int = 10
@@ -52,12 +53,17 @@ class GASettings:
     crossover_rate: float = 0.7
     peak_move_rate: float = 0.5
     use_contiguity: bool = True
+    use_top_blocks: bool = True
+    local_search: int = 0
 
     def __post_init__(self) -> None:
         if self.population < 4:
             raise ValueError("population must be at least 4")
-        if self.generations is None and self.time_limit is None and self.stall_generations is None:
-            raise ValueError("give at least one of generations, time_limit, stall_generations")
+        limits = (self.generations, self.time_limit, self.stall_generations, self.max_evaluations)
+        if all(limit is None for limit in limits):
+            raise ValueError(
+                "give at least one of generations, time_limit, stall_generations, max_evaluations"
+            )
         if self.islands < 1 or not 0 <= self.elite < self.population:
             raise ValueError("need islands >= 1 and 0 <= elite < population")
 
@@ -123,9 +129,12 @@ class Island:
         self.toolbox.register("mutate", self._mutate)
         self.population, self.scores = self.toolbox.evaluate(self.population)
 
+    def _ranking(self) -> np.ndarray:
+        return self.scores.ranking(self.settings.use_top_blocks, self.settings.use_contiguity)
+
     @property
     def best_index(self) -> int:
-        return int(self.scores.ranking(self.settings.use_contiguity)[0])
+        return int(self._ranking()[0])
 
     @property
     def best_peak(self) -> int:
@@ -133,7 +142,7 @@ class Island:
 
     def _tournament(self, count: int) -> np.ndarray:
         rank = np.empty(len(self.population), np.int64)
-        rank[self.scores.ranking(self.settings.use_contiguity)] = np.arange(len(self.population))
+        rank[self._ranking()] = np.arange(len(self.population))
         entrants = self.rng.integers(0, len(self.population), size=(count, self.settings.tournament))
         return entrants[np.arange(count), np.argmin(rank[entrants], axis=1)]
 
@@ -151,7 +160,7 @@ class Island:
     def step(self) -> None:
         """One generation: elite kept, children bred, everyone scored."""
         s, tb = self.settings, self.toolbox
-        ranking = self.scores.ranking(s.use_contiguity)
+        ranking = self._ranking()
         elite = self.population[ranking[: s.elite]]
         count = len(self.population) - s.elite
         parents = tb.select(2 * count).reshape(count, 2)
@@ -163,25 +172,38 @@ class Island:
             if not crossed[i] or self.rng.random() < 0.2:
                 tb.mutate(children[i], parents[i, 0])
         children, scores = tb.evaluate(children)
-        keep = ranking[: s.elite]
         self.population = np.concatenate([elite, children])
-        self.scores = Scores(
-            np.concatenate([self.scores.peaks[keep], scores.peaks]),
-            np.concatenate([self.scores.contiguity[keep], scores.contiguity]),
-            np.concatenate([self.scores.offsets[keep], scores.offsets]),
-        )
+        self.scores = self.scores.take(ranking[: s.elite]).join(scores)
+        if s.local_search:
+            self._improve_best(s.local_search)
+
+    def _improve_best(self, neighbours: int) -> None:
+        """Memetic step: peak-block moves of the best individual, scored in one call.
+
+        The best neighbour replaces the worst individual when it beats the best.
+        """
+        best = self.best_index
+        candidates = np.repeat(self.population[best][None, :], neighbours, axis=0)
+        critical = self._critical_blocks(best)
+        for candidate in candidates:
+            peak_move(candidate, critical, self.rng)
+        candidates, scores = self.toolbox.evaluate(candidates)
+        pick = int(scores.ranking(self.settings.use_top_blocks, self.settings.use_contiguity)[0])
+        joined = self.scores.take(np.array([best])).join(scores.take(np.array([pick])))
+        if joined.ranking(self.settings.use_top_blocks, self.settings.use_contiguity)[0] == 1:
+            worst = self._ranking()[-1:]
+            self.population[worst] = candidates[pick]
+            self.scores.put(worst, scores.take(np.array([pick])))
 
     def emigrants(self, count: int) -> np.ndarray:
-        return self.population[self.scores.ranking(self.settings.use_contiguity)[:count]].copy()
+        return self.population[self._ranking()[:count]].copy()
 
     def immigrate(self, orders: np.ndarray) -> None:
         """Replace the worst individuals with ``orders``."""
         arrivals, scores = self.fitness(orders)
-        worst = self.scores.ranking(self.settings.use_contiguity)[::-1][: len(orders)]
+        worst = self._ranking()[::-1][: len(orders)]
         self.population[worst] = arrivals
-        self.scores.peaks[worst] = scores.peaks
-        self.scores.contiguity[worst] = scores.contiguity
-        self.scores.offsets[worst] = scores.offsets
+        self.scores.put(worst, scores)
 
 
 def fit_population_to_budget(problem: Problem, settings: GASettings) -> GASettings:
@@ -243,7 +265,7 @@ class Termination:
     best: float = math.inf
     last_improvement: int = 0
 
-    def reason(self, generation: int, best_peak: int) -> str | None:
+    def reason(self, generation: int, best_peak: int, evaluations: int = 0) -> str | None:
         s = self.settings
         if best_peak < self.best:
             self.best, self.last_improvement = best_peak, generation
@@ -255,6 +277,8 @@ class Termination:
             return "generation limit"
         if s.time_limit is not None and time.perf_counter() - self.started >= s.time_limit:
             return "time limit"
+        if s.max_evaluations is not None and evaluations >= s.max_evaluations:
+            return "evaluation limit"
         if s.stall_generations is not None and generation - self.last_improvement >= s.stall_generations:
             return "stalled"
         return None
@@ -290,7 +314,7 @@ def run_ga(
         logbook.record(**asdict(record))
         if on_progress is not None:
             on_progress(record)
-        stop_reason = termination.reason(generation, record.best_peak)
+        stop_reason = termination.reason(generation, record.best_peak, record.evaluations)
         if stop_reason is not None:
             break
         for island in islands:
