@@ -45,6 +45,8 @@ def parse_body(body: bytes, model: type[BaseModel]) -> BaseModel:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(422, f"the body is not valid JSON ({exc})", "body") from None
+    except RecursionError:
+        raise ApiError(422, "the body is nested too deeply", "body") from None
     if not isinstance(data, dict):
         raise ApiError(422, 'expected a JSON object {"graph": ..., "options": {...}}', "body")
     try:
@@ -94,7 +96,7 @@ def _problem(graph: Any, settings: ServiceSettings):
         raise ApiError(422, "the document is nested too deeply", "graph") from None
 
 
-def _options(options: dict[str, Any], settings: ServiceSettings) -> dict[str, Any]:
+def _options(kind: str, options: dict[str, Any], settings: ServiceSettings) -> dict[str, Any]:
     """Options with the server's defaults filled in and its caps checked."""
     limit = options.get("time_limit")
     if limit is None:
@@ -113,8 +115,10 @@ def _options(options: dict[str, Any], settings: ServiceSettings) -> dict[str, An
     if workers is None:
         options.pop("workers", None)
     elif workers != 1:
-        if not workers_supported():
-            raise ApiError(422, "this build runs the search in-process; workers must be 1", "options.workers")
+        if not workers_supported(kind):
+            raise ApiError(
+                422, f"{kind} jobs run their search in-process here; workers must be 1", "options.workers"
+            )
         if workers > settings.max_job_workers:
             raise ApiError(422, f"at most {settings.max_job_workers}", "options.workers")
     try:
@@ -131,7 +135,7 @@ def parse_request(kind: str, body: bytes) -> PlanRequest | CompareRequest:
 
 def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceSettings) -> NewJob:
     """A validated job: options within the server's caps, an input that builds a problem."""
-    options = _options(request.options.model_dump(), settings)  # type: ignore[attr-defined]
+    options = _options(kind, request.options.model_dump(), settings)  # type: ignore[attr-defined]
     graph = request.graph  # type: ignore[attr-defined]
     problem = _problem(graph, settings)
     return NewJob(

@@ -75,11 +75,12 @@ def ga_settings(options: dict[str, Any]):
     return GASettings(**{k: options[k] for k in keys if k in options})
 
 
-def workers_supported() -> bool:
-    """Whether this build's ``solve``/``compare`` take ``workers`` (Ray islands)."""
+def workers_supported(kind: str) -> bool:
+    """Whether this build's ``solve`` (plan jobs) or ``compare`` takes ``workers`` (Ray islands)."""
     from gaplanner import solve
 
-    return "workers" in inspect.signature(solve.solve).parameters
+    function = solve.solve if kind == "plan" else solve.compare
+    return "workers" in inspect.signature(function).parameters
 
 
 def _extra(function: Any, options: dict[str, Any]) -> dict[str, Any]:

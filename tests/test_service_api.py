@@ -351,6 +351,8 @@ def test_bad_input_answers_422_naming_the_field(client: TestClient, case: str, r
         (b"{not json", "not valid JSON"),
         (b"[1, 2]", "expected a JSON object"),
         (b"\xff\xfe", "not valid JSON"),
+        (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
+        (b"", "not valid JSON"),
     ],
 )
 def test_malformed_body_answers_422(client: TestClient, content: bytes, words: str) -> None:
@@ -485,3 +487,30 @@ def test_store_recovery_rules(tmp_path: Path) -> None:
     assert "interrupted 3 times" in store.get("crashy")["error"]
     assert store.mark_running("queued") is not None and store.mark_running("queued") is None
     store.close()
+
+
+def test_long_traces_are_thinned_keeping_every_improvement() -> None:
+    from service.jobs import thin_trace
+
+    records = [{"generation": g, "best_peak": 1000 - g // 700} for g in range(10_000)]
+    thinned = thin_trace(records, 100)
+    assert len(thinned) < 150 and thinned[0] == records[0] and thinned[-1] == records[-1]
+    improvements = [r for i, r in enumerate(records) if i and r["best_peak"] < records[i - 1]["best_peak"]]
+    assert all(r in thinned for r in improvements)
+    assert thin_trace(records[:50], 100) == records[:50]
+
+
+def test_workers_option_follows_what_the_planner_supports(client: TestClient) -> None:
+    import inspect
+
+    from gaplanner import solve
+
+    for route, function in (("/v1/plans", solve.solve), ("/v1/compare", solve.compare)):
+        response = client.post(route, json={"graph": SEED000, "options": {"workers": 2, "generations": 1}})
+        if "workers" in inspect.signature(function).parameters:
+            assert response.status_code == 202
+            assert finish(client, response.headers["location"])["status"] == "done"
+        else:
+            assert response.status_code == 422 and response.json()["field"] == "options.workers"
+        too_many = client.post(route, json={"graph": SEED000, "options": {"workers": 10_000}})
+        assert too_many.status_code == 422 and too_many.json()["field"] == "options.workers"

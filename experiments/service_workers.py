@@ -1,0 +1,101 @@
+"""Threads or processes for the service's searches? Measure both.
+
+Runs ``--jobs`` GA searches at once, first in a thread pool inside this process,
+then in a pool of spawned processes, each for ``--seconds``, while an asyncio
+loop in the main thread (standing in for the HTTP server) wakes every
+millisecond. Reports the generations all searches made per second and how late
+the loop's wake-ups were (p50/p99): what the HTTP server would add to every
+request.
+
+    python -m experiments.service_workers --jobs 2 --seconds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+
+def _single_threaded_numba() -> None:
+    import numba
+
+    numba.set_num_threads(1)
+
+
+def search(seed: int, seconds: float, blocks: int) -> int:
+    """One GA search on a problem whose bound it cannot reach; the generations it made."""
+    from gaplanner.ga import GASettings
+    from gaplanner.io import problem_from_json
+    from gaplanner.solve import solve
+    from service.testing import unreachable_bound_document
+
+    problem = problem_from_json(unreachable_bound_document(blocks, seed=seed))
+    settings = GASettings(time_limit=seconds, stall_generations=None, seed=seed)
+    return int(solve(problem, "ga", settings).details["generations"])
+
+
+async def _lateness(stop: asyncio.Event) -> list[float]:
+    late = []
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(0.001)
+        late.append(time.perf_counter() - started - 0.001)
+    return late
+
+
+async def _measure(executor: Executor, args: argparse.Namespace) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    # Warm every worker (compiled decoders loaded) before timing.
+    await asyncio.gather(*(loop.run_in_executor(executor, search, k, 0.2, 30) for k in range(args.jobs)))
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(_lateness(stop))
+    started = time.perf_counter()
+    generations = await asyncio.gather(
+        *(loop.run_in_executor(executor, search, k, args.seconds, args.blocks) for k in range(args.jobs))
+    )
+    elapsed = time.perf_counter() - started
+    stop.set()
+    late = sorted(await watcher)
+    return {
+        "generations_per_second": round(sum(generations) / elapsed, 1),
+        "loop_late_p50_ms": round(1000 * late[len(late) // 2], 3),
+        "loop_late_p99_ms": round(1000 * late[int(0.99 * len(late))], 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="searches at once (default 2)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each search (default 5)")
+    parser.add_argument("--blocks", type=int, default=150, help="blocks of the problem (default 150)")
+    args = parser.parse_args()
+    _single_threaded_numba()  # one numba thread per search in both pools: same work, fair comparison
+    results = {}
+    baseline_started = time.perf_counter()
+    baseline = search(0, args.seconds, args.blocks)
+    results["one search alone"] = {
+        "generations_per_second": round(baseline / (time.perf_counter() - baseline_started), 1)
+    }
+    with ThreadPoolExecutor(args.jobs) as threads:
+        results["threads"] = asyncio.run(_measure(threads, args))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.jobs, mp_context=context, initializer=_single_threaded_numba) as processes:
+        results["processes"] = asyncio.run(_measure(processes, args))
+    results["machine"] = {"cores": os.cpu_count(), "load_average": round(os.getloadavg()[0], 2)}
+    print(json.dumps(results, indent=2))
+    for mode in ("threads", "processes"):
+        r = results[mode]
+        print(
+            f"| {mode} | {args.jobs} | {r['generations_per_second']:,} | "
+            f"{r['loop_late_p50_ms']} / {r['loop_late_p99_ms']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
