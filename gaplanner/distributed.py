@@ -549,7 +549,7 @@ def _search(
             trace.append(record)
             if on_progress is not None:
                 on_progress(record)
-            reason = termination.reason(record.generation, record.best_peak)
+            reason = termination.reason(record.generation, record.best_peak, record.evaluations)
             if reason is not None:
                 break
         if reason is None and (s.time_limit is not None and (seconds_left() or 0) <= 0):
@@ -571,6 +571,11 @@ def _search(
             steps = min(steps, s.generations - generation)
         if s.stall_generations is not None:
             steps = min(steps, s.stall_generations - (generation - termination.last_improvement))
+        if s.max_evaluations is not None:
+            # Never past the generation where the limit falls: at most population + local_search
+            # evaluations per island and generation, so stop there at the latest and look again.
+            per_generation = s.islands * (s.population + s.local_search)
+            steps = max(1, min(steps, -(-(s.max_evaluations - trace[-1].evaluations) // per_generation)))
         boundary = (generation + steps) % s.migration_interval == 0
         migrating = boundary and s.islands > 1 and s.migrants > 0
         phase_started = time.perf_counter()

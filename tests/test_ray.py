@@ -63,6 +63,23 @@ def test_islands_give_the_same_verified_plan_for_the_same_seed(started_ray, prob
     assert first.peak > problem.lower_bound  # the migration rounds did matter
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"max_evaluations": 700, "local_search": 3},  # stops mid-way between two migrations
+        {"stall_generations": 12, "migration_interval": 5},
+    ],
+)
+def test_other_limits_stop_at_the_same_generation_as_in_process(started_ray, problem, limits) -> None:
+    settings = GASettings(
+        **{"population": 12, "generations": None, "time_limit": None, "stall_generations": None, **limits}
+    )
+    settings = GASettings(**{**settings.__dict__, "islands": 2, "seed": 9})
+    plan, alone = run_islands(problem, settings, workers=2), run_ga(problem, settings)
+    assert plan.details["stop_reason"] == alone.details["stop_reason"] != "lower bound reached"
+    assert np.array_equal(plan.offsets, alone.offsets) and peaks(plan) == peaks(alone)
+
+
 def test_a_killed_worker_is_replaced_and_the_plan_is_unchanged(started_ray, problem) -> None:
     settings = GASettings(
         population=12, generations=90, time_limit=None, stall_generations=None, islands=2, seed=3,
