@@ -61,7 +61,9 @@ JSON = "application/json"
 
 
 LimitQuery = Annotated[int, Query(ge=1, le=100, description="Jobs per page.")]
-AfterQuery = Annotated[int | None, Query(ge=0, description="The cursor from the previous page's `next`.")]
+AfterQuery = Annotated[
+    int | None, Query(ge=0, le=2**63 - 1, description="The cursor from the previous page's `next`.")
+]
 StatusQuery = Annotated[Status | None, Query(description="Only jobs with this status.")]
 
 

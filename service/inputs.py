@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from gaplanner.errors import InputError
 from gaplanner.io import load_problem
 from gaplanner.problem import build_problem
-from gaplanner.schema import parse_document
+from gaplanner.schema import Buffer, Document, parse_document
 from gaplanner.zoo import ZOO_PREFIX, zoo_document
 from service.config import ServiceSettings
 from service.errors import ApiError
@@ -69,6 +69,37 @@ def _raw_block_count(graph: dict[str, Any]) -> tuple[int, str]:
     return 0, "graph"
 
 
+#: Largest integer a document may hold: exact in every JSON reader, and far from the library's int64.
+MAX_INTEGER = 2**53 - 1
+#: Sizes (plus alignment padding) must add up to less than this, so no sum or offset overflows int64.
+MAX_TOTAL_BYTES = 2**62
+
+
+def _huge_integer(value: Any, path: str) -> str | None:
+    """The path of the first integer beyond ±MAX_INTEGER in parsed JSON, or None."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INTEGER:
+            return where
+    return None
+
+
+def _check_total(document: Document) -> None:
+    blocks = document.buffers if document.buffers is not None else document.tensors or []
+    total = 0
+    for block in blocks:
+        size = block.size if isinstance(block, Buffer) else block.nbytes
+        total += size + max(document.alignment, getattr(block, "alignment", None) or 1)
+    if total >= MAX_TOTAL_BYTES:
+        field = "graph.buffers" if document.buffers is not None else "graph.tensors"
+        raise ApiError(422, f"the blocks add up to {total} bytes; at most 2**62 can be planned", field)
+
+
 def _problem(graph: Any, settings: ServiceSettings):
     """The problem of a request's ``graph``, with the server's limits applied first."""
     try:
@@ -87,8 +118,11 @@ def _problem(graph: Any, settings: ServiceSettings):
             _check_blocks(problem.n, "graph", settings)
             return problem
         _check_blocks(*_raw_block_count(graph), settings)
+        if (path := _huge_integer(graph, "graph")) is not None:
+            raise ApiError(422, f"integers must lie within ±{MAX_INTEGER} (2**53 - 1)", path)
         document = parse_document(graph)
         _check_blocks(document.block_count, "graph", settings)
+        _check_total(document)
         return build_problem(document)
     except InputError as exc:
         raise _graph_error(exc) from None

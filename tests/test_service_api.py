@@ -307,6 +307,21 @@ BAD_BODIES = {
     "graph unknown zoo": ({"graph": "zoo:lenet"}, "graph", "unknown zoo network 'lenet'"),
     "graph bad cores": ({"graph": "zoo:resnet50@0"}, "graph", "core count"),
     "graph unknown example": ({"graph": "example:nope"}, "graph", "unknown example 'nope'"),
+    "graph huge integer": (
+        {"graph": {"buffers": [{"id": "a", "lower": 0, "upper": 2**63, "size": 1}]}},
+        "graph.buffers[0].upper",
+        "2**53 - 1",
+    ),
+    "graph shape overflow": (
+        {
+            "graph": {
+                "tensors": [{"id": "t", "shape": [2**40, 2**40], "dtype": "float32"}],
+                "operators": [{"id": "f", "outputs": ["t"]}],
+            }
+        },
+        "graph.tensors",
+        "at most 2**62",
+    ),
     "options unknown": ({"graph": SEED000, "options": {"speed": 1}}, "options.speed", "Extra inputs"),
     "options algorithm": ({"graph": SEED000, "options": {"algorithm": "magic"}}, "options.algorithm", "ga"),
     "options population": ({"graph": SEED000, "options": {"population": 2}}, "options.population", "4"),
@@ -395,6 +410,7 @@ def test_oversized_body_answers_413(client: TestClient) -> None:
         ("/v1/plans?limit=0", 422, "limit"),
         ("/v1/plans?limit=x", 422, "limit"),
         ("/v1/plans?status=lost", 422, "status"),
+        ("/v1/plans?after=99999999999999999999", 422, "after"),
         ("/v2/plans", 404, None),
     ],
 )
