@@ -93,7 +93,7 @@ def rows_for(name: str, runs: list[Run]) -> list[list[object]]:
                 f"{run.wall:.1f}",
                 f"{details.get('startup_seconds', 0.0):.1f}",
                 details["generations"],
-                f"{run.evaluations_per_second:.0f}",
+                f"{run.evaluations_per_second:.{0 if run.evaluations_per_second >= 100 else 2}f}",
                 f"{run.evaluations_per_second / reference.evaluations_per_second:.2f}",
                 f"{run.plan.ratio:.4f}",
                 f"{target / run.plan.lower_bound:.4f}",
@@ -141,11 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         budget = args.budget_k if name == "K" else args.budget_pangu
         runs = measure(path, budget, args.seed)
         rows += rows_for(name, runs)
+        target = max(run.plan.peak for run in runs)
         ray_one, ray_two = runs[2], runs[3]
         print(
             f"{name}: Ray 2 workers / 1 worker: evaluations/s x"
-            f"{ray_two.evaluations_per_second / ray_one.evaluations_per_second:.2f}; "
-            f"load average {os.getloadavg()[0]:.2f}",
+            f"{ray_two.evaluations_per_second / ray_one.evaluations_per_second:.2f}, time to target x"
+            f"{ray_one.time_to(target) / ray_two.time_to(target):.2f}; "
+            f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
             flush=True,
         )
     table = markdown_table(HEADER, rows)

@@ -187,14 +187,21 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
             ray.shutdown()
 
 
-def expected_search_seconds(problem: Problem, settings: GASettings, islands: int) -> float:
-    """A rough in-process duration of the search: its time limit, or generations x evaluation cost."""
+def expected_search_seconds(problem: Problem, settings: GASettings) -> float:
+    """A rough in-process duration of the search, from its limits (inf when only stalling ends it).
+
+    The time limit, or the evaluations that the generation or evaluation limit
+    allows times a cost per evaluation (:data:`SECONDS_PER_ENTRY` per
+    conflict-list entry plus :data:`SECONDS_PER_INDIVIDUAL`).
+    """
+    per_evaluation = SECONDS_PER_ENTRY * len(problem.conflicts.indices) + SECONDS_PER_INDIVIDUAL
     limits = [math.inf]
     if settings.time_limit is not None:
         limits.append(settings.time_limit)
     if settings.generations is not None:
-        per_evaluation = SECONDS_PER_ENTRY * len(problem.conflicts.indices) + SECONDS_PER_INDIVIDUAL
-        limits.append((settings.generations + 1) * settings.population * islands * per_evaluation)
+        limits.append((settings.generations + 1) * settings.population * settings.islands * per_evaluation)
+    if settings.max_evaluations is not None:
+        limits.append(settings.max_evaluations * per_evaluation)
     return min(limits)
 
 
@@ -212,7 +219,7 @@ def ray_pays_off(problem: Problem, settings: GASettings, workers: int, address: 
     if cluster_address(address) or ray_running():
         return True
     threshold = float(os.environ.get("GAPLANNER_RAY_MIN_SECONDS", MIN_RAY_SECONDS))
-    return expected_search_seconds(problem, settings, workers) >= threshold
+    return expected_search_seconds(problem, settings) >= threshold
 
 
 def solve_islands(

@@ -54,7 +54,7 @@ def gaplanner(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_small_inputs_and_short_searches_stay_in_process() -> None:
     problem = load_problem("zoo:densenet121@2")
     short = GASettings(time_limit=10.0)
-    assert expected_search_seconds(problem, short, 2) == 10.0
+    assert expected_search_seconds(problem, short) == 10.0
     assert not ray_pays_off(problem, short, 2)
     assert not ray_pays_off(problem, GASettings(time_limit=600.0), 1)  # one worker: never Ray
     assert ray_pays_off(problem, GASettings(time_limit=600.0), 2)
