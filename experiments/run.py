@@ -12,7 +12,7 @@ over seeds, and the median time), printed and written as Markdown.
 
 The config (TOML)::
 
-    results = "results/quick.csv"   # default results/<config name>.csv; relative to the working directory
+    results = "experiments/results/quick.csv"  # default experiments/results/<config name>.csv
     inputs = ["zoo:resnet50", "example:seed000_queue", "{benchmarks}/minimalloc/*.csv", "my/graph.json"]
     seeds = [0, 1, 2]               # for the GA; baselines are deterministic and run once per input
     time_budgets = [1.0, 10.0]      # seconds, the GA's time limit
@@ -160,7 +160,7 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError("algorithms: give each entry a distinct label")
     seeds = _list(data, "seeds", int, [0])
     budgets = [float(b) for b in _list(data, "time_budgets", (int, float), [10.0])]
-    results = Path(data.get("results", f"results/{path.stem}.csv"))
+    results = Path(data.get("results", f"experiments/results/{path.stem}.csv"))
     return Config(path, _list(data, "inputs", str), seeds, budgets, algorithms, results)
 
 
