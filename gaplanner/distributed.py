@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -433,12 +433,15 @@ class _Driver:
         for actor in self.actors:
             actor.stop.remote(phase)  # fire and forget: a dead worker's reply is never awaited
 
-    def call(self, method: str, args: dict[int, tuple], phase: int) -> dict[int, IslandReport]:
-        """``method(*args[w])`` on every worker w in ``args``; dead workers are restarted and retried."""
+    def call(self, method: str, args: dict[int, Callable[[], tuple]], phase: int) -> dict[int, IslandReport]:
+        """``method(*args[w]())`` on every worker w in ``args``; dead workers are restarted and retried.
+
+        The arguments are made at each (re)submission, so a retried phase gets the time left then.
+        """
         from ray.exceptions import RayActorError
 
         failures = dict.fromkeys(args, 0)
-        pending = {getattr(self.actors[w], method).remote(*args[w]): w for w in args}
+        pending = {getattr(self.actors[w], method).remote(*args[w]()): w for w in args}
         reports: dict[int, IslandReport] = {}
         while pending:
             ready, _ = self.ray.wait(list(pending), num_returns=1, timeout=0.2)
@@ -454,7 +457,7 @@ class _Driver:
                     if failures[w] > MAX_RESTARTS_IN_A_ROW:
                         raise
                     self._restart(w)
-                    pending[getattr(self.actors[w], method).remote(*args[w])] = w
+                    pending[getattr(self.actors[w], method).remote(*args[w]())] = w
                     continue
                 reports.update(result)
                 for k, report in result.items():
@@ -463,14 +466,17 @@ class _Driver:
                     self._stop_all(phase)
         return reports
 
-    def evolve(self, steps: int, seconds_left: float | None, emigrants: int) -> dict[int, IslandReport]:
+    def evolve(
+        self, steps: int, seconds_left: Callable[[], float | None], emigrants: int
+    ) -> dict[int, IslandReport]:
         self.phase += 1
-        args = {w: (self.phase, steps, seconds_left, emigrants) for w in range(len(self.actors))}
-        return self.call("evolve", args, self.phase)
+        phase = self.phase
+        args = {w: lambda: (phase, steps, seconds_left(), emigrants) for w in range(len(self.actors))}
+        return self.call("evolve", args, phase)
 
     def immigrate(self, arrivals: dict[int, np.ndarray]) -> dict[int, IslandReport]:
         args = {
-            w: ({k: arrivals[k] for k in self.assignment[w]},)
+            w: lambda mine={k: arrivals[k] for k in self.assignment[w]}: (mine,)
             for w in range(len(self.actors))
             if any(k in arrivals for k in self.assignment[w])
         }
@@ -566,7 +572,7 @@ def _search(
         return reason
 
     phase_started = time.perf_counter()
-    reports = driver.evolve(0, seconds_left(), 0)
+    reports = driver.evolve(0, seconds_left, 0)
     startup = time.perf_counter() - started
     if on_start is not None:
         on_start(driver)
@@ -586,7 +592,7 @@ def _search(
         boundary = (generation + steps) % s.migration_interval == 0
         migrating = boundary and s.islands > 1 and s.migrants > 0
         phase_started = time.perf_counter()
-        reports = driver.evolve(steps, seconds_left(), s.migrants if migrating else 0)
+        reports = driver.evolve(steps, seconds_left, s.migrants if migrating else 0)
         records = {k: r.records for k, r in reports.items()}
         reached = {r.state.generation for r in reports.values()}
         if migrating and reached == {generation + steps}:
