@@ -12,9 +12,10 @@ with :func:`gaplanner.plan.make_plan`.
 
 Consequences:
 
-- A search terminated by generations (not wall-clock) gives the same plan as
-  :func:`gaplanner.ga.run_ga` with the same settings and island count, on any
-  number of workers, and whether or not a worker died on the way.
+- A search ended by a generation, stall or evaluation limit (not the clock)
+  gives the same plan as :func:`gaplanner.ga.run_ga` with the same settings and
+  island count, on any number of workers, and whether or not a worker died on
+  the way.
 - Fault tolerance: after every phase each worker returns its islands' state
   (population, scores, random-generator state). When a worker process dies
   the driver starts a new worker, restores its islands from that state and
@@ -43,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from gaplanner.fitness import PopulationFitness, Scores
+from gaplanner.fitness import Scores
 from gaplanner.ga import (
     GASettings,
     GenerationRecord,
@@ -71,7 +72,7 @@ MIN_RAY_SECONDS = 30.0
 #: Cost of one evaluation (one thread, measured 2-18 ns per conflict-list entry): per entry, per individual.
 SECONDS_PER_ENTRY = 1e-8
 SECONDS_PER_INDIVIDUAL = 2e-5
-#: A worker that dies this many times in a row fails the search.
+#: A worker that dies more often than this in one phase fails the search.
 MAX_RESTARTS_IN_A_ROW = 3
 
 
@@ -281,14 +282,15 @@ def _set_numba_threads(threads: int) -> None:
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _restore_island(problem: Problem, settings: GASettings, state: IslandState) -> Island:
-    rng = np.random.default_rng()
-    rng.bit_generator.state = state.rng_state
-    fitness = PopulationFitness(problem, settings.use_contiguity)
-    island = Island(fitness, settings, rng, np.array(state.population[:1]))  # scores one; replaced below
+def _restore_island(
+    problem: Problem, settings: GASettings, index: int, seeds: list[np.ndarray], state: IslandState
+) -> Island:
+    """Island ``index`` as it was in ``state``: built as anywhere else, then given the saved state."""
+    island = make_island(problem, settings, index, seeds)  # one population scored: the price of a restart
     island.population = np.array(state.population)
     island.scores = Scores(**{f.name: np.array(getattr(state.scores, f.name)) for f in fields(Scores)})
-    fitness.evaluations = state.evaluations
+    island.rng.bit_generator.state = state.rng_state
+    island.fitness.evaluations = state.evaluations
     return island
 
 
@@ -315,7 +317,7 @@ class IslandWorker:
             if state is None:
                 self.islands[k], self.generation[k] = make_island(problem, settings, k, seeds), 0
             else:
-                self.islands[k] = _restore_island(problem, settings, state)
+                self.islands[k] = _restore_island(problem, settings, k, seeds, state)
                 self.generation[k] = state.generation
         self.stopped_phase = -1
         self._lock = threading.Lock()
@@ -585,9 +587,9 @@ def _search(
         if s.stall_generations is not None:
             steps = min(steps, s.stall_generations - (generation - termination.last_improvement))
         if s.max_evaluations is not None:
-            # Never past the generation where the limit falls: at most population + local_search
-            # evaluations per island and generation, so stop there at the latest and look again.
-            per_generation = s.islands * (s.population + s.local_search)
+            # Never past the generation where the limit falls: a generation scores at most every
+            # child twice (repeats are mutated and scored again) plus the local search's neighbours.
+            per_generation = s.islands * (2 * s.population + s.local_search)
             steps = max(1, min(steps, -(-(s.max_evaluations - trace[-1].evaluations) // per_generation)))
         boundary = (generation + steps) % s.migration_interval == 0
         migrating = boundary and s.islands > 1 and s.migrants > 0
