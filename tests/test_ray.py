@@ -9,6 +9,8 @@ import ipaddress
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -135,6 +137,23 @@ def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_p
     code = main(["plan", str(path), "--workers", "2", "--generations", "5", "--islands", "1", "-q"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ray"] and out["islands"] == 2 and out["generations"] == 5
+
+
+def test_the_cli_joins_a_cluster_by_address_and_leaves_it_running(started_ray) -> None:
+    address = ray.get_runtime_context().gcs_address  # this module's Ray, standing in for a cluster
+    command = ["plan", "zoo:densenet121@2", "--workers", "2", "--generations", "3", "--time-limit", "300"]
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # the "cluster" is on loopback
+    done = subprocess.run(
+        [sys.executable, "-m", "gaplanner.cli", *command, "--ray-address", address, "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["ray"] and plan["workers"] == 2 and plan["generations"] == 3
+    assert ray.get(ray.put(7)) == 7 and all(node["Alive"] for node in ray.nodes())  # only disconnected
 
 
 def _listening(process) -> list[tuple[str, int]]:
