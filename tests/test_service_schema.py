@@ -3,6 +3,8 @@ each answer checked against the schema (status codes, content types, bodies) and
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,10 @@ from schemathesis.checks import positive_data_acceptance  # noqa: E402
 from service.app import create_app  # noqa: E402
 from service.config import ServiceSettings  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    folder: Path = tmp_path_factory.mktemp("schemathesis")
-    config = ServiceSettings(
-        db=folder / "jobs.sqlite3",
+FOLDER = Path(tempfile.mkdtemp(prefix="gaplanner-schemathesis-"))
+APP = create_app(
+    ServiceSettings(
+        db=FOLDER / "jobs.sqlite3",
         api_key=None,
         workers=1,
         warm_up=False,
@@ -34,12 +34,17 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         max_population=64,
         max_queue=20,
     )
-    app = create_app(config)
-    with TestClient(app):  # runs the lifespan: store and worker pool
-        yield schemathesis.openapi.from_asgi("/openapi.json", app)
+)
+# Loaded at import (the schema needs no running app); the lazy fixture loader is avoided on purpose:
+# it relies on a pytest internal that pytest 9.2 removed.
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
-schema = schemathesis.pytest.from_fixture("api")
+@pytest.fixture(scope="module", autouse=True)
+def running_app() -> Iterator[None]:
+    with TestClient(APP):  # runs the lifespan: store and worker pool
+        yield
+    shutil.rmtree(FOLDER, ignore_errors=True)
 
 
 @schema.parametrize()
