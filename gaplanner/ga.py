@@ -55,6 +55,7 @@ class GASettings:
     use_contiguity: bool = True
     use_top_blocks: bool = True
     local_search: int = 0
+    deduplicate: bool = True
 
     def __post_init__(self) -> None:
         if self.population < 4:
@@ -172,10 +173,37 @@ class Island:
             if not crossed[i] or self.rng.random() < 0.2:
                 tb.mutate(children[i], parents[i, 0])
         children, scores = tb.evaluate(children)
+        if s.deduplicate:
+            children, scores = self._diversify(elite, children, scores, parents[:, 0])
         self.population = np.concatenate([elite, children])
         self.scores = self.scores.take(ranking[: s.elite]).join(scores)
         if s.local_search:
             self._improve_best(s.local_search)
+
+    def _diversify(
+        self, elite: np.ndarray, children: np.ndarray, scores: Scores, parents: np.ndarray
+    ) -> tuple[np.ndarray, Scores]:
+        """Mutate and re-score children that repeat an elite or an earlier child.
+
+        Different orders often re-sort to the same address order; copies would
+        only take places and evaluations from new candidates.
+        """
+        seen = {order.tobytes() for order in elite}
+        repeats = []
+        for i, child in enumerate(children):
+            key = child.tobytes()
+            if key in seen:
+                repeats.append(i)
+            seen.add(key)
+        if not repeats:
+            return children, scores
+        again = children[repeats].copy()
+        for child, parent in zip(again, parents[repeats], strict=True):
+            self.toolbox.mutate(child, parent)
+        again, rescored = self.toolbox.evaluate(again)
+        children[repeats] = again
+        scores.put(np.array(repeats), rescored)
+        return children, scores
 
     def _improve_best(self, neighbours: int) -> None:
         """Memetic step: peak-block moves of the best individual, scored in one call.
