@@ -7,6 +7,7 @@ Every subcommand is a thin shell over library calls; errors the user can fix
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -82,14 +83,17 @@ def _plan(args: argparse.Namespace) -> int:
     problem = load_problem(args.input)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
-        plan = solve(
-            problem,
-            args.algorithm,
-            _settings(args),
-            on_progress=progress,
-            workers=args.workers,
-            ray_address=args.ray_address,
-        )
+        # stdout carries the plan only: what prints during the search (Ray's notes on a dead
+        # worker, say) goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            plan = solve(
+                problem,
+                args.algorithm,
+                _settings(args),
+                on_progress=progress,
+                workers=args.workers,
+                ray_address=args.ray_address,
+            )
     finally:
         progress.close()
     text = plan.to_csv() if args.format == "csv" else json.dumps(plan.to_dict(), indent=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gaplanner import load_problem
@@ -64,13 +66,40 @@ def test_small_inputs_and_short_searches_stay_in_process() -> None:
     assert plan.details["generations"] == 5
 
 
-def test_the_command_starts_a_local_ray_and_leaves_nothing_running(ray_tmpdir) -> None:
-    env = {"RAY_TMPDIR": ray_tmpdir, "GAPLANNER_RAY_MIN_SECONDS": "0"}  # Ray even for this small search
-    command = ("plan", "zoo:densenet121@2", "--workers", "2", "--generations", "5", "--time-limit", "300")
-    done = gaplanner(*command, "-q", env=env)
-    assert done.returncode == 0, done.stderr
-    plan = json.loads(done.stdout)
-    assert plan["ray"] and plan["workers"] == 2 and plan["generations"] == 5
+def island_workers(pid: int) -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "ray::IslandWorker" in " ".join(child.cmdline()):
+                found.append(child)
+    return found
+
+
+def test_the_command_survives_a_killed_worker_and_leaves_nothing_running(ray_tmpdir, tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    lower = rng.integers(0, 100, 200)
+    rows = zip(lower, lower + rng.integers(1, 40, 200), rng.integers(1, 1000, 200), strict=True)
+    path = tmp_path / "blocks.csv"
+    lines = [f"b{i},{start},{end},{size}\n" for i, (start, end, size) in enumerate(rows)]
+    path.write_text("id,lower,upper,size\n" + "".join(lines))
+    env = {**os.environ, "RAY_TMPDIR": ray_tmpdir, "GAPLANNER_RAY_MIN_SECONDS": "0"}  # Ray for any search
+    command = ["plan", str(path), "--workers", "2", "--generations", "500", "--time-limit", "600", "-q"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gaplanner.cli", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while not (workers := island_workers(process.pid)):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    workers[0].kill()  # SIGKILL, long before 500 generations are done
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    plan = json.loads(out)  # stdout holds the plan only, whatever Ray says about the dead worker
+    assert plan["ray"] and plan["workers"] == 2 and plan["generations"] == 500 and plan["restarts"] >= 1
     assert ray_processes(ray_tmpdir) == []
 
 
