@@ -9,6 +9,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -183,15 +184,18 @@ def test_health_reports_queue_depth(client: TestClient) -> None:
 
 def test_twenty_jobs_in_flight_all_complete_and_verify(client: TestClient) -> None:
     docs = [unreachable_bound_document(30 + i, seed=100 + i) for i in range(20)]
-    locations = [
-        submit(client, doc, seed=i, time_limit=0.3, stall_generations=None) for i, doc in enumerate(docs)
-    ]
+    with ThreadPoolExecutor(20) as pool:  # twenty clients at once
+        locations = list(
+            pool.map(
+                lambda i: submit(client, docs[i], seed=i, time_limit=0.5, stall_generations=None), range(20)
+            )
+        )
     depths = []
     while (health := client.get("/v1/health").json())["queue_depth"] or health["running"]:
         assert health["running"] <= 2  # the concurrency limit: one search per worker
         depths.append(health["queue_depth"])
         time.sleep(0.05)
-    assert max(depths) >= 15  # they were all in flight together
+    assert max(depths) >= 10  # they were in flight together
     for doc, location in zip(docs, locations, strict=True):
         job = finish(client, location)
         assert job["status"] == "done" and job["plan"]["stop_reason"] == "time limit", job
