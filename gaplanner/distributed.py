@@ -402,7 +402,10 @@ class _Driver:
         self.ray, self.problem, self.settings = ray, problem, settings
         self.should_stop = should_stop
         self.stop_requested = False
-        count = min(workers, settings.islands)
+        # More workers than the cluster has CPUs would wait for ever: fewer workers hold more
+        # islands each, which changes nothing in the result.
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        count = max(1, min(workers, settings.islands, cpus or workers))
         self.assignment = [list(range(w, settings.islands, count)) for w in range(count)]
         self.problem_ref = ray.put(problem)
         self.seeds_ref = ray.put(heuristic_orders(problem))

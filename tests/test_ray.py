@@ -143,8 +143,8 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
 
 
 def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_path) -> None:
-    plan = solve(problem, "ga", SETTINGS, workers=2)
-    assert plan.details["ray"] and plan.details["workers"] == 2
+    plan = solve(problem, "ga", SETTINGS, workers=4)  # 4 islands; this Ray has 2 CPUs for them
+    assert plan.details["ray"] and plan.details["islands"] == 4 and plan.details["workers"] == 2
     path = tmp_path / "blocks.csv"
     path.write_text(plan.to_csv())
     code = main(["plan", str(path), "--workers", "2", "--generations", "5", "--islands", "1", "-q"])
