@@ -133,17 +133,16 @@ class Decoder:
     indptr: np.ndarray
     indices: np.ndarray
     index_bits: int
-    scratch: int
 
     @classmethod
     def for_problem(cls, problem: Problem) -> Decoder:
-        scratch = max(1, int(problem.conflicts.degrees().max(initial=0)))
-        index_bits = max(1, scratch.bit_length())
+        max_degree = max(1, int(problem.conflicts.degrees().max(initial=0)))
+        index_bits = max(1, max_degree.bit_length())
         # Offsets stay below the sum of sizes plus alignment padding; keys pack offset and index.
         worst_offset = problem.total_size + int(problem.alignments.max()) * problem.n
         if worst_offset.bit_length() + index_bits > 62:
             raise InputError(
-                f"offsets up to {worst_offset} with {scratch} neighbours exceed the decoder's 62-bit keys",
+                f"offsets up to {worst_offset} with {max_degree} neighbours exceed the decoder's 62-bit keys",
                 "sizes",
             )
         return cls(
@@ -152,23 +151,11 @@ class Decoder:
             problem.conflicts.indptr,
             problem.conflicts.indices,
             index_bits,
-            scratch,
         )
 
     def decode(self, order: np.ndarray, best_fit: bool = False) -> np.ndarray:
-        offsets = np.empty(len(self.sizes), np.int64)
-        decode_into(
-            order,
-            self.sizes,
-            self.alignments,
-            self.indptr,
-            self.indices,
-            best_fit,
-            self.index_bits,
-            offsets,
-            np.empty((3, self.scratch), np.int64),
-        )
-        return offsets
+        """Offsets of one order."""
+        return self.decode_population(order[None, :], best_fit)[1][0]
 
     def decode_population(self, orders: np.ndarray, best_fit: bool = False) -> tuple[np.ndarray, np.ndarray]:
         offsets = np.empty(orders.shape, np.int64)
