@@ -12,6 +12,7 @@ searches and the HTTP server (see the README's measurements).
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import threading
@@ -114,13 +115,16 @@ class JobManager:
             self._cond.notify_all()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
         self._progress.put(None)
         for thread in self._threads:
             thread.join(timeout=10)
         self._progress.close()
         self._progress.join_thread()
-        # Drop the queue's semaphores now, so the resource tracker sees them released.
+        # Release the queues' semaphores now: uvicorn ends the process by re-raising the signal that
+        # stopped it, so no exit handler would, and the resource tracker would report them leaked.
         del self._progress, self._cancel
+        gc.collect()
 
     # --- requests ---------------------------------------------------------------------------------
 
@@ -193,14 +197,18 @@ class JobManager:
                 kind, graph, options = claimed
                 future = self._submit(job_id, slot, kind, graph, options)
             except Exception:
-                log.exception("could not start job %s", job_id)
-                self.store.fail(job_id, "the server could not start this job")
+                if self._stopping:  # the pool shut down under us: the next start runs the job
+                    self.store.requeue(job_id, count_attempt=False)
+                else:
+                    log.exception("could not start job %s", job_id)
+                    self.store.fail(job_id, "the server could not start this job")
                 self._release(job_id, slot)
                 continue
             future.add_done_callback(lambda f, job_id=job_id, slot=slot: self._finished(job_id, slot, f))
 
     def _submit(self, job_id: str, slot: int, kind: str, graph: Any, options: dict[str, Any]) -> Future:
-        assert self._executor is not None
+        if self._executor is None:
+            raise RuntimeError("the worker pool has been shut down")
         try:
             return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
         except BrokenProcessPool:
