@@ -534,3 +534,21 @@ def test_workers_option_follows_what_the_planner_supports(client: TestClient) ->
             assert response.status_code == 422 and response.json()["field"] == "options.workers"
         too_many = client.post(route, json={"graph": SEED000, "options": {"workers": 10_000}})
         assert too_many.status_code == 422 and too_many.json()["field"] == "options.workers"
+
+
+def test_answers_match_their_documented_models(client: TestClient) -> None:
+    from service.models import Accepted, CompareJob, Health, JobPage, PlanJob, Trace
+
+    doc = unreachable_bound_document(seed=21)
+    accepted = client.post("/v1/plans", json={"graph": doc, "options": {"stall_generations": None}}).json()
+    Accepted.model_validate(accepted)
+    location = accepted["links"]["self"]
+    PlanJob.model_validate(running(client, location))  # live progress
+    PlanJob.model_validate(client.delete(location).json())
+    PlanJob.model_validate(finish(client, location))
+    Trace.model_validate(client.get(f"{location}/trace").json())
+    comparison = finish(client, submit(client, SEED000, route="/v1/compare", **QUICK))
+    CompareJob.model_validate(comparison)
+    JobPage.model_validate(client.get("/v1/plans").json())
+    JobPage.model_validate(client.get("/v1/compare").json())
+    Health.model_validate(client.get("/v1/health").json())
