@@ -540,7 +540,8 @@ def test_answers_match_their_documented_models(client: TestClient) -> None:
     from service.models import Accepted, CompareJob, Health, JobPage, PlanJob, Trace
 
     doc = unreachable_bound_document(seed=21)
-    accepted = client.post("/v1/plans", json={"graph": doc, "options": {"stall_generations": None}}).json()
+    options = {"stall_generations": None, "time_limit": 30}
+    accepted = client.post("/v1/plans", json={"graph": doc, "options": options}).json()
     Accepted.model_validate(accepted)
     location = accepted["links"]["self"]
     PlanJob.model_validate(running(client, location))  # live progress
