@@ -307,6 +307,9 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         if row is None or row["kind"] != kind:
             raise ApiError(404, f"no job with id {job_id!r}", "id")
         stored = json.loads(row["trace"]) if row["trace"] else {"records": [], "total_records": 0}
+        live = manager().live_trace(job_id) if row["status"] == "running" else None
+        if live:  # while it runs: the progress reports so far, a sample of the trace
+            stored = {"records": live, "total_records": live[-1]["generation"] + 1}
         records = stored["records"]
         return JSONResponse(
             {

@@ -38,6 +38,7 @@ class _Running:
     started: float = field(default_factory=time.monotonic)
     progress: dict[str, Any] | None = None
     cancel_requested: bool = False
+    records: list[dict[str, Any]] = field(default_factory=list)  # the progress reports so far
 
 
 def thin_trace(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -169,6 +170,12 @@ class JobManager:
                 return None
             return running.progress, running.cancel_requested
 
+    def live_trace(self, job_id: str) -> list[dict[str, Any]] | None:
+        """The progress reports of a running job so far (a sample of its trace), or None."""
+        with self._cond:
+            running = self._running.get(job_id)
+            return None if running is None else list(running.records)
+
     def health(self) -> dict[str, int]:
         with self._cond:
             return {
@@ -295,3 +302,6 @@ class JobManager:
                 running = self._running.get(job_id)
                 if running is not None:
                     running.progress = record
+                    running.records.append(record)
+                    if len(running.records) > 2 * self.settings.max_trace_records:
+                        running.records = thin_trace(running.records, self.settings.max_trace_records)

@@ -225,7 +225,10 @@ class Trace(BaseModel):
     id: str
     status: Status
     lower_bound: int
-    records: list[TraceRecord] = Field(description="One per generation (empty for baselines).")
+    records: list[TraceRecord] = Field(
+        description="One per generation once finished (empty for baselines); while the search runs, "
+        "the progress reports so far (about ten a second)."
+    )
     total_records: int = Field(description="Generations recorded; more than len(records) when thinned.")
     thinned: bool
 

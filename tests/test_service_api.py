@@ -545,6 +545,10 @@ def test_answers_match_their_documented_models(client: TestClient) -> None:
     Accepted.model_validate(accepted)
     location = accepted["links"]["self"]
     PlanJob.model_validate(running(client, location))  # live progress
+    live = wait_until(lambda: len((t := client.get(f"{location}/trace").json())["records"]) >= 2 and t)
+    Trace.model_validate(live)
+    assert live["status"] == "running" and live["total_records"] >= len(live["records"])
+    assert live["records"][-1]["generation"] > live["records"][0]["generation"]
     PlanJob.model_validate(client.delete(location).json())
     PlanJob.model_validate(finish(client, location))
     Trace.model_validate(client.get(f"{location}/trace").json())
