@@ -93,7 +93,7 @@ def test_killed_server_restarts_with_nothing_lost(tmp_path: Path) -> None:
         _, finished = first.request("POST", "/v1/plans", {"graph": "example:seed000_queue"})
         done_before = finish(first, finished["links"]["self"])
         assert done_before["status"] == "done"
-        options = {"time_limit": 2, "stall_generations": None}
+        options = {"time_limit": 4, "stall_generations": None}
         _, running = first.request("POST", "/v1/plans", {"graph": long_doc, "options": options})
         _, queued = first.request("POST", "/v1/plans", {"graph": buffers_document(30), "options": options})
 
