@@ -15,7 +15,8 @@ Consequences:
 - A search ended by a generation, stall or evaluation limit (not the clock)
   gives the same plan as :func:`gaplanner.ga.run_ga` with the same settings and
   island count, on any number of workers, and whether or not a worker died on
-  the way.
+  the way. (Ended by the lower bound, the peak is the same, but the offsets may
+  come from another island: workers do not stop in the same generation.)
 - Fault tolerance: after every phase each worker returns its islands' state
   (population, scores, random-generator state). When a worker process dies
   the driver starts a new worker, restores its islands from that state and
