@@ -21,7 +21,7 @@ from gaplanner.solve import ALGORITHMS, compare, solve
 from gaplanner.verify import find_violation
 
 #: What ``gaplanner plan`` plans when no input is given.
-DEFAULT_INPUT = "example:multicore_fig1b"
+DEFAULT_INPUT = "zoo:resnet50@2"
 
 Handler = Callable[[argparse.Namespace], int]
 

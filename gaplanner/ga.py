@@ -30,7 +30,7 @@ from deap import base, tools
 from gaplanner.baselines import BASELINES
 from gaplanner.fitness import PopulationFitness, Scores
 from gaplanner.operators import MUTATIONS, ordered_crossover, peak_move
-from gaplanner.placement import Decoder
+from gaplanner.placement import Decoder, warm_up
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
 
@@ -245,6 +245,7 @@ def fit_population_to_budget(problem: Problem, settings: GASettings) -> GASettin
         return settings
     decoder = Decoder.for_problem(problem)
     order = problem.start_order()
+    warm_up()  # the first call in a process loads the compiled decoder: not part of the cost
     started = time.perf_counter()
     decoder.decode(order)
     seconds_per_decode = (time.perf_counter() - started) / max(1, numba.get_num_threads())

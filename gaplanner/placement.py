@@ -172,6 +172,15 @@ class Decoder:
         return peaks, offsets
 
 
+def warm_up() -> None:
+    """Load (or compile) the population decoder with a one-block problem."""
+    one = np.zeros(1, np.int64)
+    decode_population_into(
+        np.zeros((1, 1), np.int64), one + 1, one + 1, np.zeros(2, np.int64), np.zeros(0, np.int32),
+        False, 1, np.empty((1, 1), np.int64),
+    )  # fmt: skip
+
+
 def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np.ndarray:
     """Offsets of every block when placed in ``order`` (first-fit, or best-fit)."""
     order = np.ascontiguousarray(order, np.int64)
