@@ -62,7 +62,7 @@ def _integer_column(rows: list[dict[str, str]], column: str, first_line: int) ->
     for i, row in enumerate(rows):
         try:
             values[i] = int(row[column])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InputError(
                 f"expected an integer, got {row[column]!r}", f"line {first_line + i}, column {column}"
             ) from None

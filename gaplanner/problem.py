@@ -18,7 +18,7 @@ from gaplanner.conflicts import (
 )
 from gaplanner.errors import InputError
 from gaplanner.graph import analyse_graph, reuse_times
-from gaplanner.schema import Document
+from gaplanner.schema import MAX_INTEGER, Document
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +43,11 @@ class Problem:
     conflicts: ConflictGraph
     interval_conflicts: bool
     lower_bound: int
+
+    def __post_init__(self) -> None:
+        # Offsets and peaks are int64: the sizes must add up well inside it.
+        if float(self.sizes.astype(np.float64).sum()) > 2.0**62:
+            raise InputError("the sizes add up beyond 2**62 bytes", "sizes")
 
     @property
     def n(self) -> int:
@@ -137,8 +142,10 @@ def problem_from_arrays(
         raise InputError("no blocks", "buffers")
     if not (len(sizes) == len(lower) == len(upper)):
         raise InputError("sizes, lower and upper differ in length", "buffers")
-    if (bad := np.flatnonzero(sizes <= 0)).size:
-        raise InputError(f"size must be positive, got {sizes[bad[0]]}", f"buffers[{bad[0]}].size")
+    if (bad := np.flatnonzero((sizes <= 0) | (sizes > MAX_INTEGER))).size:
+        raise InputError(
+            f"size must be positive and at most 2**53, got {sizes[bad[0]]}", f"buffers[{bad[0]}].size"
+        )
     if (bad := np.flatnonzero(upper <= lower)).size:
         i = bad[0]
         raise InputError(f"upper ({upper[i]}) must be greater than lower ({lower[i]})", f"buffers[{i}].upper")

@@ -39,7 +39,10 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 Identifier = Annotated[str, Field(min_length=1, max_length=256)]
-PositiveInt = Annotated[int, Field(gt=0)]
+#: Integers stay within JSON's exact range (and far inside int64, so sums do not overflow).
+MAX_INTEGER = 2**53
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_INTEGER)]
+Time = Annotated[int, Field(ge=-MAX_INTEGER, le=MAX_INTEGER)]
 
 
 class _Strict(BaseModel):
@@ -51,7 +54,7 @@ class Tensor(_Strict):
 
     id: Identifier
     size: PositiveInt | None = Field(None, description="Size in bytes.")
-    shape: list[Annotated[int, Field(ge=0)]] | None = Field(
+    shape: list[Annotated[int, Field(ge=0, le=MAX_INTEGER)]] | None = Field(
         None, description="Dimensions; bytes = product(shape) * bytes(dtype)."
     )
     dtype: str | None = Field(None, description=f"One of {', '.join(DTYPE_BYTES)}.")
@@ -76,6 +79,8 @@ class Tensor(_Strict):
             raise ValueError(f"unknown dtype {self.dtype!r}")
         if self._shape_bytes() <= 0:
             raise ValueError("shape x dtype gives 0 bytes; sizes must be positive")
+        if self._shape_bytes() > MAX_INTEGER:
+            raise ValueError("shape x dtype gives more than 2**53 bytes")
         if self.size is not None and self.size != self._shape_bytes():
             raise ValueError(f"'size' {self.size} disagrees with shape x dtype = {self._shape_bytes()}")
         return self
@@ -95,7 +100,9 @@ class Operator(_Strict):
     id: Identifier
     inputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it reads.")
     outputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it writes.")
-    core: Annotated[int, Field(ge=0)] = Field(0, description="The core whose program runs it.")
+    core: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = Field(
+        0, description="The core whose program runs it."
+    )
 
 
 class SyncEdge(_Strict):
@@ -109,8 +116,8 @@ class Buffer(_Strict):
     """A block with a known half-open lifetime ``[lower, upper)`` (MiniMalloc's convention)."""
 
     id: Identifier
-    lower: int
-    upper: int
+    lower: Time
+    upper: Time
     size: PositiveInt
 
     @model_validator(mode="after")

@@ -117,6 +117,15 @@ BAD_INPUTS = {
         },
         "sync[0].after: unknown operator id 'x'",
     ),
+    "beyond_int64": (
+        {"buffers": [{"id": "a", "lower": 0, "upper": 2**63, "size": 1}]},
+        "buffers[0].upper: Input should be less than or equal to",
+    ),
+    "sizes_overflow": (
+        {"buffers": [{"id": str(i), "lower": 0, "upper": 1, "size": 2**53} for i in range(1025)]},
+        "sizes: the sizes add up beyond 2**62 bytes",
+    ),
+    "csv_beyond_int64": ("id,lower,upper,size\n0,0,99999999999999999999,4\n", "line 2, column upper"),
     "csv_not_integer": ("id,lower,upper,size\n0,0,x,4\n", "line 2, column upper"),
     "csv_empty": ("id,lower,upper,size\n", "no buffers"),
     "csv_bad_header": ("a,b,c\n1,2,3\n", "header"),
