@@ -69,13 +69,13 @@ def _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
     return k < len(row) and row[k] == b
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def _contiguity(address_orders, sizes, interval, lower, upper, indptr, sorted_indices):
     population, n = address_orders.shape
     result = np.zeros(population)
     if n < 2:
         return result
-    for i in nb.prange(population):
+    for i in range(population):  # serial: too little work per individual to pay for threads
         seq = address_orders[i]
         reuse = 0
         for p in range(n - 1):
