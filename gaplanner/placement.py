@@ -13,7 +13,14 @@ keys) and scans the gaps once. Cost: O(sum of degrees x log degree) per decode.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+# Numba's OpenMP threads spin while they wait. On a machine with other work that
+# spinning cost two threads 3x the time of one (GA on MiniMalloc K, load ~4:
+# 9k evaluations in 5 s against 25k on one thread); passive waiting gave 31k.
+# Read by libgomp when the first parallel decode loads it; a user's setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb
 import numpy as np
