@@ -84,7 +84,7 @@ StopCheck = Callable[[], bool]
 ProgressCallback = Callable[[GenerationRecord], None]
 
 
-def heuristic_orders(problem: Problem) -> list[np.ndarray]:
+def heuristic_orders(problem: Problem, plans: list[Plan] | None = None) -> list[np.ndarray]:
     """Seed 003's several initial orders: the baselines' plans and simple block keys.
 
     First-fit decoding of a plan's blocks sorted by address never places a block
@@ -93,7 +93,7 @@ def heuristic_orders(problem: Problem) -> list[np.ndarray]:
     index = np.arange(problem.n)
     duration = problem.upper - problem.lower
     degree = problem.conflicts.degrees()
-    plans = [baseline(problem) for baseline in BASELINES.values()]
+    plans = plans if plans is not None else [baseline(problem) for baseline in BASELINES.values()]
     keys = [(plan.offsets, problem.lower) for plan in plans]  # every baseline's plan, by address
     keys += [
         (-problem.sizes, problem.lower),  # size, largest first
@@ -234,21 +234,24 @@ class Island:
         self.scores.put(worst, scores)
 
 
-def fit_population_to_budget(problem: Problem, settings: GASettings) -> GASettings:
+def fit_population_to_budget(
+    problem: Problem, settings: GASettings, seconds_per_decode: float | None = None
+) -> GASettings:
     """Shrink the population so that a time-limited search still runs about 20 generations.
 
     On the largest inputs one first-fit decode takes seconds (tens of millions of
     conflict edges); a full-size population would use the whole budget before
-    its first generation. The cost of one decode is measured, not guessed.
+    its first generation. The cost of one decode is measured (here, or by the
+    caller as the first-fit baseline's time), not guessed.
     """
     if settings.time_limit is None:
         return settings
-    decoder = Decoder.for_problem(problem)
-    order = problem.start_order()
-    warm_up()  # the first call in a process loads the compiled decoder: not part of the cost
-    started = time.perf_counter()
-    decoder.decode(order)
-    seconds_per_decode = (time.perf_counter() - started) / max(1, numba.get_num_threads())
+    if seconds_per_decode is None:
+        warm_up()  # the first call in a process loads the compiled decoder: not part of the cost
+        started = time.perf_counter()
+        Decoder.for_problem(problem).decode(problem.start_order())
+        seconds_per_decode = time.perf_counter() - started
+    seconds_per_decode /= max(1, numba.get_num_threads())
     affordable = int(settings.time_limit / (20 * settings.islands * max(seconds_per_decode, 1e-9)))
     population = max(4, min(settings.population, affordable))
     return replace(settings, population=population, elite=min(settings.elite, population - 1))
@@ -268,9 +271,11 @@ def make_island(
     return Island(fitness, settings, rng, population)
 
 
-def make_islands(problem: Problem, settings: GASettings) -> list[Island]:
+def make_islands(
+    problem: Problem, settings: GASettings, seeds: list[np.ndarray] | None = None
+) -> list[Island]:
     """Islands with independent random streams; heuristic orders dealt round-robin among them."""
-    seeds = heuristic_orders(problem)
+    seeds = heuristic_orders(problem) if seeds is None else seeds
     return [make_island(problem, settings, k, seeds) for k in range(settings.islands)]
 
 
@@ -324,6 +329,15 @@ def _record(islands: list[Island], generation: int, started: float) -> Generatio
     )
 
 
+def _first_generation_too_costly(settings: GASettings, seconds_per_decode: float, started: float) -> bool:
+    """True when scoring the first population alone would overrun the time limit."""
+    if settings.time_limit is None:
+        return False
+    left = settings.time_limit - (time.perf_counter() - started)
+    cost = seconds_per_decode * settings.population * settings.islands / max(1, numba.get_num_threads())
+    return cost > left
+
+
 def run_ga(
     problem: Problem,
     settings: GASettings | None = None,
@@ -333,10 +347,19 @@ def run_ga(
 ) -> Plan:
     """Search allocation orders; return the best verified plan with its convergence trace."""
     started = time.perf_counter()
-    settings = fit_population_to_budget(problem, settings or GASettings())
+    plans = {name: baseline(problem) for name, baseline in BASELINES.items()}
+    decode_seconds = plans["first-fit"].elapsed  # a first-fit decode (and its verification)
+    settings = fit_population_to_budget(problem, settings or GASettings(), decode_seconds)
+    if _first_generation_too_costly(settings, decode_seconds, started):
+        best_plan = min(plans.values(), key=lambda plan: plan.peak)
+        return make_plan(
+            problem, best_plan.offsets, "ga", started, generations=0, evaluations=0,
+            stop_reason=f"time limit: no generation fits the budget; {best_plan.algorithm}'s plan kept",
+            seed=settings.seed, population=settings.population, trace=[],
+        )  # fmt: skip
     termination = Termination(settings, problem.lower_bound, should_stop, started)
     logbook = tools.Logbook()
-    islands = make_islands(problem, settings)
+    islands = make_islands(problem, settings, heuristic_orders(problem, list(plans.values())))
     generation = 0
     while True:
         record = _record(islands, generation, started)

@@ -147,7 +147,22 @@ def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_p
     assert plan.details["ray"] and plan.details["islands"] == 4 and plan.details["workers"] == 2
     path = tmp_path / "blocks.csv"
     path.write_text(plan.to_csv())
-    code = main(["plan", str(path), "--workers", "2", "--generations", "5", "--islands", "1", "-q"])
+    # A generous time limit: on a busy machine the workers' start-up alone can take seconds.
+    code = main(
+        [
+            "plan",
+            str(path),
+            "--workers",
+            "2",
+            "--generations",
+            "5",
+            "--islands",
+            "1",
+            "--time-limit",
+            "300",
+            "-q",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ray"] and out["islands"] == 2 and out["generations"] == 5
 

@@ -324,7 +324,7 @@ BAD_BODIES = {
             }
         },
         "graph.tensors",
-        "at most 2**62",
+        "more than 2**53 bytes",
     ),
     "options unknown": ({"graph": SEED000, "options": {"speed": 1}}, "options.speed", "Extra inputs"),
     "options algorithm": ({"graph": SEED000, "options": {"algorithm": "magic"}}, "options.algorithm", "ga"),
