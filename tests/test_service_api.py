@@ -323,7 +323,7 @@ BAD_BODIES = {
                 "operators": [{"id": "f", "outputs": ["t"]}],
             }
         },
-        "graph.tensors",
+        "graph.tensors[0]",
         "more than 2**53 bytes",
     ),
     "options unknown": ({"graph": SEED000, "options": {"speed": 1}}, "options.speed", "Extra inputs"),
