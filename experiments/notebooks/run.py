@@ -4,8 +4,10 @@
 
 Each notebook reads its budget from ``GAPLANNER_NOTEBOOK_BUDGET`` (``quick``:
 seconds, what CI runs; ``full``: the committed figures) and writes its PNGs to
-``GAPLANNER_FIGURES`` (default ``experiments/figures/``); this sets both for
-the kernel. ``--inplace`` also saves the executed notebook, outputs included.
+``GAPLANNER_FIGURES``; this sets both for the kernel. Figures go by default to
+``experiments/figures/`` (committed) for the full budget and to
+``experiments/results/figures-quick/`` (ignored by git) for the quick one.
+``--inplace`` also saves the executed notebook, outputs included.
 Needs the ``notebooks`` extra (``pip install -e '.[notebooks]'``).
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent
 FIGURES_DIR = NOTEBOOKS_DIR.parent / "figures"
+QUICK_FIGURES_DIR = NOTEBOOKS_DIR.parent / "results" / "figures-quick"
 #: Every notebook and the PNGs it writes.
 FIGURES: dict[str, tuple[str, ...]] = {
     "fig10a_environments.ipynb": ("fig10a_environments.png",),
@@ -32,7 +35,7 @@ def execute(
     notebook: Path,
     *,
     budget: str = "quick",
-    figures: Path = FIGURES_DIR,
+    figures: Path,
     cwd: Path | None = None,
     timeout: int | None = None,
 ) -> Any:
@@ -69,19 +72,24 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("GAPLANNER_NOTEBOOK_BUDGET", "quick"),
         help="default: GAPLANNER_NOTEBOOK_BUDGET, else quick",
     )
-    parser.add_argument("--figures", type=Path, default=FIGURES_DIR, help=f"default: {FIGURES_DIR}")
+    parser.add_argument(
+        "--figures",
+        type=Path,
+        help="default: experiments/figures/ (full budget) or experiments/results/figures-quick/ (quick)",
+    )
     parser.add_argument(
         "--inplace", action="store_true", help="save the executed notebooks with their outputs"
     )
     args = parser.parse_args(argv)
     import nbformat
 
+    figures = args.figures or (FIGURES_DIR if args.budget == "full" else QUICK_FIGURES_DIR)
     for notebook in args.notebooks or [NOTEBOOKS_DIR / name for name in FIGURES]:
         started = time.perf_counter()
-        nb = execute(notebook, budget=args.budget, figures=args.figures)
+        nb = execute(notebook, budget=args.budget, figures=figures)
         if args.inplace:
             nbformat.write(nb, notebook)
-        written = ", ".join(str(args.figures / name) for name in FIGURES.get(notebook.name, ()))
+        written = ", ".join(str(figures / name) for name in FIGURES.get(notebook.name, ()))
         print(f"{notebook.name}: {args.budget} budget, {time.perf_counter() - started:.0f} s -> {written}")
     return 0
 
