@@ -49,7 +49,7 @@ def test_the_readme_shows_every_committed_figure() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     linked = set(re.findall(r"\]\((experiments/figures/[^)]+\.png)\)", readme))
     expected = {f"experiments/figures/{name}" for names in FIGURES.values() for name in names}
-    assert linked == expected
+    assert expected <= linked, f"not shown in the README: {sorted(expected - linked)}"
     for name in expected:
         assert_drawn(ROOT / name)
     assert FIGURES_DIR == ROOT / "experiments" / "figures"
