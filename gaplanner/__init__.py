@@ -10,6 +10,7 @@ from gaplanner.io import load_problem, problem_from_csv_text, problem_from_json
 from gaplanner.placement import decode, decode_population
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem, build_problem, problem_from_arrays
+from gaplanner.random_search import random_search
 from gaplanner.schema import Document, parse_document
 from gaplanner.verify import find_violation, verify
 
@@ -34,5 +35,6 @@ __all__ = [
     "problem_from_arrays",
     "problem_from_csv_text",
     "problem_from_json",
+    "random_search",
     "verify",
 ]
