@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from gaplanner.placement import Decoder
+from gaplanner.placement import Decoder, decode_row
 from gaplanner.problem import Problem
 
 
@@ -70,31 +70,45 @@ def _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
 
 
 @nb.njit(cache=True)
-def _contiguity(address_orders, sizes, interval, lower, upper, indptr, sorted_indices):
-    population, n = address_orders.shape
-    result = np.zeros(population)
-    if n < 2:
-        return result
-    for i in range(population):  # serial: too little work per individual to pay for threads
-        seq = address_orders[i]
-        reuse = 0
-        for p in range(n - 1):
-            a, b = seq[p], seq[p + 1]
-            if sizes[b] <= sizes[a] and not _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
-                reuse += 1
-        result[i] = reuse / (n - 1)
-    return result
+def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
+    """Share of adjacent pairs of ``seq`` (blocks by address) in a reuse relation."""
+    if len(seq) < 2:
+        return 0.0
+    reuse = 0
+    for p in range(len(seq) - 1):
+        a, b = seq[p], seq[p + 1]
+        if sizes[b] <= sizes[a] and not _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
+            reuse += 1
+    return reuse / (len(seq) - 1)
 
 
-def address_order(orders: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Each order re-sorted by the offsets it decoded to (ties keep their order).
+@nb.njit(cache=True, parallel=True)
+def _score_population(
+    orders, prefix, known, sizes, alignments, indptr, indices, sentinel, contiguity_args, use_contiguity,
+    by_address, offsets, peaks, top_blocks, contiguity,
+):  # fmt: skip
+    """Decode each order, re-sort it by address and score it (one thread per individual).
 
-    This is seed 003's step "pre-allocate, then sort by start address". First-fit
-    decoding of the re-sorted order never places a block higher than before, so
-    the step never worsens an individual.
+    Re-sorting by address is seed 003's step "pre-allocate, then sort by start
+    address". First-fit decoding of the re-sorted order gives every block the
+    offset it had: each block's blockers (the placed neighbours that ruled out
+    lower offsets) lie below it, so they still come first, and the blocks now
+    placed before it that were not lie below it too, in space it did not use.
+    So an individual's stored offsets are exactly those of its stored order,
+    which lets a child be decoded from where it departs from its parent.
     """
-    ranks = np.argsort(np.take_along_axis(offsets, orders, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(orders, ranks, axis=1)
+    for i in nb.prange(len(orders)):
+        order, row = orders[i], offsets[i]
+        peaks[i] = decode_row(
+            order, prefix[i], known[i], sizes, alignments, indptr, indices, False, 1, sentinel, row
+        )
+        by_address[i] = order[np.argsort(row[order], kind="mergesort")]
+        top = 0
+        for b in range(len(row)):
+            top += row[b] + sizes[b] == peaks[i]
+        top_blocks[i] = top
+        if use_contiguity:
+            contiguity[i] = _contiguity(by_address[i], *contiguity_args)
 
 
 class PopulationFitness:
@@ -106,30 +120,46 @@ class PopulationFitness:
         self.use_contiguity = use_contiguity
         self.evaluations = 0
         indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
-        self._sorted_indices = indices
+        sorted_indices = indices
         if use_contiguity and not problem.interval_conflicts:
-            self._sorted_indices = np.concatenate(
+            sorted_indices = np.concatenate(
                 [np.sort(indices[indptr[i] : indptr[i + 1]]) for i in range(problem.n)]
             ).astype(np.int32)
+        self._contiguity_args = (
+            problem.sizes, problem.interval_conflicts, problem.lower, problem.upper, indptr, sorted_indices
+        )  # fmt: skip
 
-    def __call__(self, orders: np.ndarray) -> tuple[np.ndarray, Scores]:
-        """Decode ``orders``; return them re-sorted by address, and their scores."""
+    def __call__(
+        self, orders: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, Scores]:
+        """Decode ``orders``; return them re-sorted by address, and their scores.
+
+        ``known``: ``(prefix, offsets)``: the first ``prefix[i]`` blocks of
+        ``orders[i]`` are those of an individual already scored, with offsets
+        ``offsets[i]`` (a child's parent, say); they keep them and only the rest
+        of the row is decoded.
+        """
         orders = np.ascontiguousarray(orders, np.int64)
-        peaks, offsets = self.decoder.decode_population(orders)
-        self.evaluations += len(orders)
-        by_address = address_order(orders, offsets)
-        if self.use_contiguity:
-            p = self.problem
-            contiguity = _contiguity(
-                by_address,
-                p.sizes,
-                p.interval_conflicts,
-                p.lower,
-                p.upper,
-                p.conflicts.indptr,
-                self._sorted_indices,
-            )
-        else:
-            contiguity = np.zeros(len(orders))
-        top_blocks = np.count_nonzero(offsets + self.problem.sizes == peaks[:, None], axis=1)
-        return by_address, Scores(peaks, top_blocks, contiguity, offsets)
+        population = len(orders)
+        d = self.decoder
+        offsets = np.empty(orders.shape, np.int64)
+        if known is None:
+            known = (np.zeros(population, np.int64), offsets)
+        scores = Scores(
+            np.empty(population, np.int64), np.empty(population, np.int64), np.zeros(population), offsets
+        )
+        by_address = np.empty_like(orders)
+        _score_population(
+            orders, np.ascontiguousarray(known[0], np.int64), np.ascontiguousarray(known[1], np.int64),
+            d.sizes, d.alignments, d.indptr, d.indices, d.sentinel,
+            self._contiguity_args, self.use_contiguity,
+            by_address, offsets, scores.peaks, scores.top_blocks, scores.contiguity,
+        )  # fmt: skip
+        self.evaluations += population
+        return by_address, scores
+
+
+def shared_prefix(orders: np.ndarray, templates: np.ndarray) -> np.ndarray:
+    """Per row, how many leading genes ``orders`` has in common with ``templates``."""
+    differs = orders != templates
+    return np.where(differs.any(axis=1), differs.argmax(axis=1), orders.shape[1])

@@ -28,8 +28,8 @@ import numpy as np
 from deap import base, tools
 
 from gaplanner.baselines import BASELINES
-from gaplanner.fitness import PopulationFitness, Scores
-from gaplanner.operators import MUTATIONS, ordered_crossover, peak_move
+from gaplanner.fitness import PopulationFitness, Scores, shared_prefix
+from gaplanner.operators import INVERSION, PEAK_MOVE, SWAP, mutate, ordered_crossover
 from gaplanner.placement import Decoder, warm_up
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
@@ -147,16 +147,16 @@ class Island:
         entrants = self.rng.integers(0, len(self.population), size=(count, self.settings.tournament))
         return entrants[np.arange(count), np.argmin(rank[entrants], axis=1)]
 
-    def _critical_blocks(self, parent: int) -> np.ndarray:
-        ends = self.scores.offsets[parent] + self.fitness.problem.sizes
-        return np.flatnonzero(ends == self.scores.peaks[parent])
+    def _critical(self, parents: np.ndarray) -> np.ndarray:
+        """Per parent, a mask of the blocks that end at its peak."""
+        ends = self.scores.offsets[parents] + self.fitness.problem.sizes
+        return ends == self.scores.peaks[parents, None]
 
-    def _mutate(self, child: np.ndarray, parent: int) -> None:
-        if self.rng.random() < self.settings.peak_move_rate:
-            peak_move(child, self._critical_blocks(parent), self.rng)
-        else:
-            mutation = list(MUTATIONS.values())[self.rng.integers(len(MUTATIONS))]
-            mutation(child, self.rng)
+    def _mutate(self, orders: np.ndarray, rows: np.ndarray, parents: np.ndarray) -> None:
+        """Mutate ``orders[rows]``: a peak move (at the rate set) or a random swap / insertion / inversion."""
+        peak = self.rng.random(len(rows)) < self.settings.peak_move_rate
+        kinds = np.where(peak, PEAK_MOVE, self.rng.integers(SWAP, INVERSION + 1, len(rows)))
+        mutate(orders, rows, kinds, self._critical(parents), self.rng)
 
     def step(self) -> None:
         """One generation: elite kept, children bred, everyone scored."""
@@ -169,16 +169,22 @@ class Island:
         crossed = self.rng.random(count) < s.crossover_rate
         if crossed.any():
             children[crossed] = tb.mate(self.population, parents[crossed])
-        for i in range(count):
-            if not crossed[i] or self.rng.random() < 0.2:
-                tb.mutate(children[i], parents[i, 0])
-        children, scores = tb.evaluate(children)
+        mutated = np.flatnonzero(~crossed | (self.rng.random(count) < 0.2))
+        tb.mutate(children, mutated, parents[mutated, 0])
+        children, scores = tb.evaluate(children, self._known_prefixes(children, parents))
         if s.deduplicate:
             children, scores = self._diversify(elite, children, scores, parents[:, 0])
         self.population = np.concatenate([elite, children])
         self.scores = self.scores.take(ranking[: s.elite]).join(scores)
         if s.local_search:
             self._improve_best(s.local_search)
+
+    def _known_prefixes(self, children: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per child, the length of the leading part it shares with the closer parent, and its offsets."""
+        first = shared_prefix(children, self.population[parents[:, 0]])
+        second = shared_prefix(children, self.population[parents[:, 1]])
+        closer = np.where(first >= second, parents[:, 0], parents[:, 1])
+        return np.maximum(first, second), self.scores.offsets[closer]
 
     def _diversify(
         self, elite: np.ndarray, children: np.ndarray, scores: Scores, parents: np.ndarray
@@ -198,9 +204,9 @@ class Island:
         if not repeats:
             return children, scores
         again = children[repeats].copy()
-        for child, parent in zip(again, parents[repeats], strict=True):
-            self.toolbox.mutate(child, parent)
-        again, rescored = self.toolbox.evaluate(again)
+        self.toolbox.mutate(again, np.arange(len(again)), parents[repeats])
+        known = (shared_prefix(again, children[repeats]), scores.offsets[repeats])
+        again, rescored = self.toolbox.evaluate(again, known)
         children[repeats] = again
         scores.put(np.array(repeats), rescored)
         return children, scores
@@ -210,14 +216,14 @@ class Island:
 
         The best neighbour replaces the worst individual when it beats the best.
         """
-        best = self.best_index
-        candidates = np.repeat(self.population[best][None, :], neighbours, axis=0)
-        critical = self._critical_blocks(best)
-        for candidate in candidates:
-            peak_move(candidate, critical, self.rng)
-        candidates, scores = self.toolbox.evaluate(candidates)
+        best = np.full(neighbours, self.best_index)
+        candidates = self.population[best]
+        peak_moves = np.full(neighbours, PEAK_MOVE)
+        mutate(candidates, np.arange(neighbours), peak_moves, self._critical(best), self.rng)
+        known = (shared_prefix(candidates, self.population[best]), self.scores.offsets[best])
+        candidates, scores = self.toolbox.evaluate(candidates, known)
         pick = int(scores.ranking(self.settings.use_top_blocks, self.settings.use_contiguity)[0])
-        joined = self.scores.take(np.array([best])).join(scores.take(np.array([pick])))
+        joined = self.scores.take(best[:1]).join(scores.take(np.array([pick])))
         if joined.ranking(self.settings.use_top_blocks, self.settings.use_contiguity)[0] == 1:
             worst = self._ranking()[-1:]
             self.population[worst] = candidates[pick]

@@ -46,22 +46,13 @@ def ordered_crossover(parents: np.ndarray, pairs: np.ndarray, rng: np.random.Gen
     return children
 
 
-def swap(order: np.ndarray, rng: np.random.Generator) -> None:
-    i, j = rng.integers(0, len(order), 2)
-    order[i], order[j] = order[j], order[i]
+# Mutation kinds, one per child (see :func:`mutate`).
+PEAK_MOVE, SWAP, INSERTION, INVERSION = 0, 1, 2, 3
+MUTATIONS = {"peak move": PEAK_MOVE, "swap": SWAP, "insertion": INSERTION, "inversion": INVERSION}
 
 
-def insertion(order: np.ndarray, rng: np.random.Generator) -> None:
-    i, j = rng.integers(0, len(order), 2)
-    move_to(order, i, j)
-
-
-def inversion(order: np.ndarray, rng: np.random.Generator) -> None:
-    i, j = np.sort(rng.integers(0, len(order) + 1, 2))
-    order[i:j] = order[i:j][::-1].copy()
-
-
-def move_to(order: np.ndarray, source: int, target: int) -> None:
+@nb.njit(cache=True)
+def _move(order, source, target):
     """Move the gene at ``source`` to ``target``, shifting the ones between."""
     gene = order[source]
     if source < target:
@@ -71,18 +62,52 @@ def move_to(order: np.ndarray, source: int, target: int) -> None:
     order[target] = gene
 
 
-def peak_move(order: np.ndarray, critical: np.ndarray, rng: np.random.Generator) -> None:
-    """Move one block that reaches the peak to a random earlier place in the order.
+@nb.njit(cache=True)
+def _peak_move(order, critical, u, v):
+    """Move one critical block (``critical[block]``) to an earlier place in the order.
 
     The blocks ending at the peak are the ones to lower; placing one of them
     earlier lets first-fit find it a lower gap before the others fill it.
     """
-    if len(critical) == 0:
+    count = critical.sum()
+    if count == 0:
         return
-    gene = critical[rng.integers(len(critical))]
-    source = int(np.flatnonzero(order == gene)[0])
-    if source > 0:
-        move_to(order, source, int(rng.integers(0, source)))
+    pick = int(u * count)
+    for source in range(len(order)):
+        if critical[order[source]]:
+            if pick == 0:
+                if source > 0:
+                    _move(order, source, int(v * source))
+                return
+            pick -= 1
 
 
-MUTATIONS = {"swap": swap, "insertion": insertion, "inversion": inversion}
+@nb.njit(cache=True)
+def _mutate_rows(orders, rows, kinds, draws, critical):
+    n = orders.shape[1]
+    for r in range(len(rows)):
+        order, u, v = orders[rows[r]], draws[r, 0], draws[r, 1]
+        kind = kinds[r]
+        if kind == PEAK_MOVE:
+            _peak_move(order, critical[r], u, v)
+        elif kind == SWAP:
+            i, j = int(u * n), int(v * n)
+            order[i], order[j] = order[j], order[i]
+        elif kind == INSERTION:
+            _move(order, int(u * n), int(v * n))
+        else:
+            i, j = int(u * (n + 1)), int(v * (n + 1))
+            i, j = min(i, j), max(i, j)
+            order[i:j] = order[i:j][::-1].copy()
+
+
+def mutate(
+    orders: np.ndarray, rows: np.ndarray, kinds: np.ndarray, critical: np.ndarray, rng: np.random.Generator
+) -> None:
+    """Mutate ``orders[rows]`` in place, row ``rows[r]`` by ``kinds[r]`` (one of :data:`MUTATIONS`).
+
+    ``critical``: one boolean row per mutated order marking the blocks a peak
+    move may pick (those that end at the peak of the order's parent).
+    """
+    draws = rng.random((len(rows), 2))
+    _mutate_rows(orders, np.asarray(rows, np.int64), np.asarray(kinds, np.int64), draws, critical)

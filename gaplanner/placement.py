@@ -5,10 +5,21 @@ the lowest aligned offset where it overlaps no already-placed conflicting
 block; *best-fit* puts it into the smallest gap between placed conflicting
 blocks that holds it (the top of the arena when none does).
 
-Both gather the placed neighbours' address ranges. First-fit sweeps them,
-jumping the candidate offset past every overlapping range until none
-overlaps; best-fit sorts them by start (an in-place sort of packed integer
-keys) and scans the gaps once. Cost: O(sum of degrees x log degree) per decode.
+The placed blocks' address ranges live in one ``(n + 1, 2)`` table, a row per
+block, where a block not yet placed holds a sentinel range above every
+offset. First-fit copies the rows of a block's neighbours (no test per edge,
+so the copy vectorizes) and sweeps them, jumping the candidate offset past
+every overlapping range until none overlaps. Best-fit keeps only the placed
+neighbours, sorts them by start (an in-place sort of packed integer keys) and
+scans the gaps once. The arithmetic is int32 when every offset fits, which
+halves the memory traffic and doubles the SIMD width
+(``experiments/bench_decoder.py``).
+
+A decode may start part-way through an order: when the first ``k`` blocks of
+an order are those of an order already decoded, their offsets are copied from
+it and only the rest is placed (:meth:`Decoder.decode_population`'s
+``template``). This is exact because first-fit places each block by the
+ranges of the blocks before it alone.
 """
 
 from __future__ import annotations
@@ -28,164 +39,192 @@ import numpy as np
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem
 
+INT32_SENTINEL = np.iinfo(np.int32).max // 2
+INT64_SENTINEL = np.iinfo(np.int64).max // 2
 
-@nb.njit(cache=True, inline="always")
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _align_up(x, alignment):
     return x if alignment == 1 else (x + alignment - 1) // alignment * alignment
 
 
-@nb.njit(cache=True)
-def _gather_placed(b, sizes, indptr, indices, offsets, starts, ends):
-    """Copy the address ranges of b's placed neighbours into starts/ends; return their count.
-
-    Branch-free: every neighbour is written and the count only advances for
-    placed ones (offset >= 0), which avoids a mispredicted branch per edge.
-    """
-    count = 0
-    for e in range(indptr[b], indptr[b + 1]):
-        j = indices[e]
-        offset = offsets[j]
-        starts[count] = offset
-        ends[count] = offset + sizes[j]
-        count += offset >= 0
-    return count
-
-
-@nb.njit(cache=True)
-def _sort_by_start(starts, count, keys, index_bits):
-    """Fill keys with ``start << index_bits | k`` for k < count, sorted."""
-    for k in range(count):
-        keys[k] = (starts[k] << index_bits) | k
-    keys[:count].sort()
-
-
-@nb.njit(cache=True)
-def _first_fit_offset(size, alignment, starts, ends, count):
-    """Lowest aligned offset where [offset, offset + size) meets none of the ranges.
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _first_fit_offset(b, sizes, alignments, indptr, indices, placed, starts, ends):
+    """Lowest aligned offset for ``b`` where it meets none of its neighbours' ranges.
 
     Jump past every range overlapping the candidate (no offset below the highest
-    of their ends fits) until none does. Branch-free, so the loop vectorizes; it
-    beats sorting the ranges even for thousands of them (experiments/bench_decoder.py).
+    of their ends fits) until none does. Unplaced neighbours hold the sentinel
+    range and never overlap. Branch-free, so both loops vectorize; this beats
+    sorting the ranges even for thousands of them (experiments/bench_decoder.py).
     """
-    candidate = 0
+    low, count = indptr[b], indptr[b + 1] - indptr[b]
+    for k in range(count):
+        j = indices[low + k]
+        starts[k] = placed[j, 0]
+        ends[k] = placed[j, 1]
+    # Numba widens int32 arithmetic to int64: cast back so the sweep compares int32 lanes.
+    narrow = starts.dtype.type
+    size, candidate = sizes[b], narrow(0)
     while True:
         top = candidate
-        limit = candidate + size
-        for p in range(count):
-            hit = (starts[p] < limit) & (ends[p] > candidate)
-            top = max(top, ends[p] if hit else candidate)
+        limit = narrow(candidate + size)
+        for k in range(count):
+            hit = (starts[k] < limit) & (ends[k] > candidate)
+            top = max(top, ends[k] if hit else candidate)
         if top == candidate:
             return candidate
-        candidate = _align_up(top, alignment)
+        candidate = narrow(_align_up(top, alignments[b]))
 
 
-@nb.njit(cache=True)
-def _best_fit_offset(size, alignment, starts, ends, count, keys, index_bits):
-    _sort_by_start(starts, count, keys, index_bits)
+@nb.njit(cache=True, error_model="numpy")
+def _best_fit_offset(b, sizes, alignments, indptr, indices, placed, starts, ends, keys, index_bits):
+    """Offset of the smallest gap between ``b``'s placed neighbours that holds it (else their top)."""
+    sentinel, count = placed[len(sizes), 0], 0
+    for e in range(indptr[b], indptr[b + 1]):
+        j = indices[e]
+        starts[count] = placed[j, 0]
+        ends[count] = placed[j, 1]
+        count += placed[j, 0] != sentinel
+    for k in range(count):  # sort the placed ranges by start: keys pack start and position
+        keys[k] = (np.int64(starts[k]) << index_bits) | k
+    keys[:count].sort()
     mask = (1 << index_bits) - 1
-    frontier = 0
-    best = -1
-    best_gap = np.iinfo(np.int64).max
+    size, alignment = sizes[b], alignments[b]
+    frontier, best, best_gap = 0, -1, np.iinfo(np.int64).max
     for p in range(count):
         k = keys[p] & mask
         start = _align_up(frontier, alignment)
         gap = starts[k] - start
         if size <= gap < best_gap:
             best, best_gap = start, gap
-        if ends[k] > frontier:
-            frontier = ends[k]
+        frontier = max(frontier, np.int64(ends[k]))
     return best if best >= 0 else _align_up(frontier, alignment)
 
 
-@nb.njit(cache=True)
-def decode_into(order, sizes, alignments, indptr, indices, best_fit, index_bits, offsets, scratch):
-    """Place blocks in ``order``; write offsets; return the peak. ``scratch``: (3, max degree)."""
-    starts, ends, keys = scratch[0], scratch[1], scratch[2]
-    offsets[:] = -1
+@nb.njit(cache=True, error_model="numpy")
+def decode_row(
+    order, first, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, offsets
+):
+    """Place the blocks of ``order``; write every block's offset; return the peak.
+
+    The first ``first`` blocks take their offsets from ``known``; the rest are
+    placed by first-fit (or best-fit) after them.
+    """
+    n = len(sizes)
+    width = 1
+    for b in range(n):
+        width = max(width, indptr[b + 1] - indptr[b])
+    starts = np.empty(width, sizes.dtype)
+    ends = np.empty(width, sizes.dtype)
+    keys = np.empty(width, np.int64)
+    placed = np.full((n + 1, 2), sentinel, sizes.dtype)  # row n: a block never placed
     peak = 0
-    for b in order:
-        count = _gather_placed(b, sizes, indptr, indices, offsets, starts, ends)
+    for b in order[:first]:
+        placed[b, 0] = known[b]
+        placed[b, 1] = known[b] + sizes[b]
+        peak = max(peak, np.int64(placed[b, 1]))
+    for b in order[first:]:
         if best_fit:
-            offset = _best_fit_offset(sizes[b], alignments[b], starts, ends, count, keys, index_bits)
+            offset = _best_fit_offset(
+                b, sizes, alignments, indptr, indices, placed, starts, ends, keys, index_bits
+            )
         else:
-            offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, count)
-        offsets[b] = offset
-        if offset + sizes[b] > peak:
-            peak = offset + sizes[b]
+            offset = _first_fit_offset(b, sizes, alignments, indptr, indices, placed, starts, ends)
+        placed[b, 0] = offset
+        placed[b, 1] = offset + sizes[b]
+        peak = max(peak, np.int64(offset + sizes[b]))
+    offsets[:] = placed[:n, 0]
     return peak
 
 
-@nb.njit(cache=True, parallel=True)
-def decode_population_into(orders, sizes, alignments, indptr, indices, best_fit, index_bits, offsets):
-    """Decode every row of ``orders`` (one individual each) in parallel; return peaks."""
-    population = orders.shape[0]
-    peaks = np.empty(population, np.int64)
-    width = 1
-    for b in range(len(sizes)):
-        width = max(width, indptr[b + 1] - indptr[b])
-    for i in nb.prange(population):
-        scratch = np.empty((3, width), np.int64)
-        peaks[i] = decode_into(
-            orders[i], sizes, alignments, indptr, indices, best_fit, index_bits, offsets[i], scratch
-        )
+@nb.njit(cache=True, parallel=True, error_model="numpy")
+def decode_population_into(
+    orders, prefix, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, offsets
+):
+    """Decode every row of ``orders`` in parallel (see :func:`decode_row`); return peaks."""
+    peaks = np.empty(len(orders), np.int64)
+    for i in nb.prange(len(orders)):
+        peaks[i] = decode_row(
+            orders[i], prefix[i], known[i], sizes, alignments, indptr, indices,
+            best_fit, index_bits, sentinel, offsets[i],
+        )  # fmt: skip
     return peaks
 
 
 @dataclass(frozen=True)
 class Decoder:
-    """The arrays a decode needs, checked once per problem."""
+    """The arrays a decode needs, checked once per problem.
+
+    Sizes and the range table are int32 when every offset fits, else int64.
+    """
 
     sizes: np.ndarray
     alignments: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
     index_bits: int
+    sentinel: int
 
     @classmethod
     def for_problem(cls, problem: Problem) -> Decoder:
         max_degree = max(1, int(problem.conflicts.degrees().max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
-        # Offsets stay below the sum of sizes plus alignment padding; keys pack offset and index.
-        worst_offset = problem.total_size + int(problem.alignments.max()) * problem.n
-        if worst_offset.bit_length() + index_bits > 62:
+        # Offsets stay below the sum of sizes plus alignment padding; best-fit's keys pack offset and index.
+        worst_end = problem.total_size + int(problem.alignments.max()) * problem.n
+        if worst_end.bit_length() + index_bits > 62:
             raise InputError(
-                f"offsets up to {worst_offset} with {max_degree} neighbours exceed the decoder's 62-bit keys",
+                f"offsets up to {worst_end} with {max_degree} neighbours exceed the decoder's 62-bit keys",
                 "sizes",
             )
+        narrow = worst_end < INT32_SENTINEL
+        dtype, sentinel = (np.int32, INT32_SENTINEL) if narrow else (np.int64, INT64_SENTINEL)
         return cls(
-            problem.sizes,
-            problem.alignments,
-            problem.conflicts.indptr,
-            problem.conflicts.indices,
+            problem.sizes.astype(dtype),
+            problem.alignments.astype(dtype),
+            problem.conflicts.indptr.astype(np.int64),
+            problem.conflicts.indices.astype(np.int32),
             index_bits,
+            sentinel,
         )
 
     def decode(self, order: np.ndarray, best_fit: bool = False) -> np.ndarray:
         """Offsets of one order."""
         return self.decode_population(order[None, :], best_fit)[1][0]
 
-    def decode_population(self, orders: np.ndarray, best_fit: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def decode_population(
+        self,
+        orders: np.ndarray,
+        best_fit: bool = False,
+        template: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(peaks, offsets)`` of every row of ``orders``.
+
+        ``template``: ``(prefix, offsets)``, where the first ``prefix[i]`` blocks of
+        ``orders[i]`` are the first ``prefix[i]`` of an order that decoded to
+        ``offsets[i]``; those blocks keep their offsets and only the rest is placed.
+        """
+        orders = np.ascontiguousarray(orders, np.int64)
         offsets = np.empty(orders.shape, np.int64)
+        if template is None:
+            prefix, known = np.zeros(len(orders), np.int64), offsets
+        else:
+            prefix, known = template
         peaks = decode_population_into(
-            orders,
-            self.sizes,
-            self.alignments,
-            self.indptr,
-            self.indices,
-            best_fit,
-            self.index_bits,
-            offsets,
-        )
+            orders, np.ascontiguousarray(prefix, np.int64), np.ascontiguousarray(known, np.int64),
+            self.sizes, self.alignments, self.indptr, self.indices,
+            best_fit, self.index_bits, self.sentinel, offsets,
+        )  # fmt: skip
         return peaks, offsets
 
 
 def warm_up() -> None:
-    """Load (or compile) the population decoder with a one-block problem."""
-    one = np.zeros(1, np.int64)
-    decode_population_into(
-        np.zeros((1, 1), np.int64), one + 1, one + 1, np.zeros(2, np.int64), np.zeros(0, np.int32),
-        False, 1, np.empty((1, 1), np.int64),
-    )  # fmt: skip
+    """Load (or compile) the population decoder with a one-block problem, for both integer widths."""
+    for dtype, sentinel in ((np.int32, INT32_SENTINEL), (np.int64, INT64_SENTINEL)):
+        one = np.ones(1, dtype)
+        decode_population_into(
+            np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
+            np.zeros(2, np.int64), np.zeros(0, np.int32), False, 1, sentinel, np.empty((1, 1), np.int64),
+        )  # fmt: skip
 
 
 def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np.ndarray:
@@ -200,4 +239,4 @@ def decode_population(
     problem: Problem, orders: np.ndarray, *, best_fit: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decode a population (2-D array, one order per row): ``(peaks, offsets)``."""
-    return Decoder.for_problem(problem).decode_population(np.ascontiguousarray(orders, np.int64), best_fit)
+    return Decoder.for_problem(problem).decode_population(orders, best_fit)

@@ -92,3 +92,9 @@ def brute_force_peaks(problem: Problem) -> tuple[int, int]:
         for order in itertools.permutations(range(problem.n))
     ]
     return min(peaks), max(peaks)
+
+
+def address_order(orders: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each order re-sorted by the offsets it decoded to, ties in their order (numpy's stable sort)."""
+    ranks = np.argsort(np.take_along_axis(offsets, orders, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(orders, ranks, axis=1)

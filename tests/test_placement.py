@@ -1,0 +1,71 @@
+"""The decoders against plain-Python first-fit, on both integer widths, and the exactness the GA relies on."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gaplanner import build_problem, problem_from_arrays
+from gaplanner.fitness import PopulationFitness
+from gaplanner.placement import Decoder, decode
+from gaplanner.problem import Problem
+from tests.oracles import address_order, first_fit_offsets
+from tests.test_properties import SETTINGS, graph_documents, interval_problems
+
+
+def widened(problem: Problem) -> Problem:
+    """The same instance with every size times 2**32: the decoder must switch to int64."""
+    return problem_from_arrays(
+        problem.sizes << 32, problem.lower, problem.upper, alignment=int(problem.alignments[0])
+    )
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=8), st.booleans(), st.randoms(use_true_random=False))
+def test_first_fit_matches_the_plain_python_decoder(problem, wide, random) -> None:
+    problem = widened(problem) if wide else problem
+    assert Decoder.for_problem(problem).sizes.dtype == (np.int64 if wide else np.int32)
+    order = random.sample(range(problem.n), problem.n)
+    assert decode(problem, np.array(order)).tolist() == first_fit_offsets(problem, tuple(order)).tolist()
+
+
+@SETTINGS
+@given(graph_documents(), st.randoms(use_true_random=False))
+def test_first_fit_matches_the_plain_python_decoder_on_graphs(doc, random) -> None:
+    problem = build_problem(doc)
+    order = random.sample(range(problem.n), problem.n)
+    assert decode(problem, np.array(order)).tolist() == first_fit_offsets(problem, tuple(order)).tolist()
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=10), st.data())
+def test_decoding_from_a_known_prefix_equals_decoding_everything(problem, data) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    decoder = Decoder.for_problem(problem)
+    parent = rng.permutation(problem.n)
+    _, parent_offsets = decoder.decode_population(parent[None, :])
+    prefix = data.draw(st.integers(0, problem.n))
+    child = parent.copy()
+    child[prefix:] = rng.permutation(child[prefix:])
+    full = decoder.decode_population(child[None, :])
+    partial = decoder.decode_population(child[None, :], template=(np.array([prefix]), parent_offsets))
+    assert full[0].tolist() == partial[0].tolist()
+    assert full[1].tolist() == partial[1].tolist()
+
+
+@SETTINGS
+@given(st.one_of(interval_problems(max_blocks=10), graph_documents().map(build_problem)), st.data())
+def test_an_order_sorted_by_address_decodes_to_the_same_offsets(problem, data) -> None:
+    """The GA stores re-sorted orders with the offsets of the order before sorting: they must agree."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    orders = np.array([rng.permutation(problem.n) for _ in range(4)])
+    fitness = PopulationFitness(problem)
+    by_address, scores = fitness(orders)
+    assert by_address.tolist() == address_order(orders, scores.offsets).tolist()
+    again, rescored = fitness(by_address)
+    assert rescored.offsets.tolist() == scores.offsets.tolist()
+    assert again.tolist() == by_address.tolist()
+    ends = scores.offsets + problem.sizes
+    assert scores.peaks.tolist() == ends.max(axis=1).tolist()
+    assert scores.top_blocks.tolist() == (ends == scores.peaks[:, None]).sum(axis=1).tolist()
