@@ -84,8 +84,8 @@ def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
 
 @nb.njit(cache=True, parallel=True)
 def _score_population(
-    orders, prefix, known, sizes, alignments, indptr, indices, sentinel, contiguity_args, use_contiguity,
-    by_address, offsets, peaks, top_blocks, contiguity,
+    orders, prefix, known, sizes, alignments, indptr, indices, index_bits, sentinel,
+    contiguity_args, use_contiguity, by_address, offsets, peaks, top_blocks, contiguity,
 ):  # fmt: skip
     """Decode each order, re-sort it by address and score it (one thread per individual).
 
@@ -100,7 +100,7 @@ def _score_population(
     for i in nb.prange(len(orders)):
         order, row = orders[i], offsets[i]
         peaks[i] = decode_row(
-            order, prefix[i], known[i], sizes, alignments, indptr, indices, False, 1, sentinel, row
+            order, prefix[i], known[i], sizes, alignments, indptr, indices, False, index_bits, sentinel, row
         )
         by_address[i] = order[np.argsort(row[order], kind="mergesort")]
         top = 0
@@ -151,7 +151,7 @@ class PopulationFitness:
         by_address = np.empty_like(orders)
         _score_population(
             orders, np.ascontiguousarray(known[0], np.int64), np.ascontiguousarray(known[1], np.int64),
-            d.sizes, d.alignments, d.indptr, d.indices, d.sentinel,
+            d.sizes, d.alignments, d.indptr, d.indices, d.index_bits, d.sentinel,
             self._contiguity_args, self.use_contiguity,
             by_address, offsets, scores.peaks, scores.top_blocks, scores.contiguity,
         )  # fmt: skip

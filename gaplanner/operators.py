@@ -68,6 +68,8 @@ def _peak_move(order, critical, u, v):
 
     The blocks ending at the peak are the ones to lower; placing one of them
     earlier lets first-fit find it a lower gap before the others fill it.
+    (A log-uniform distance, favouring short moves that are cheap to re-decode,
+    did worse on MiniMalloc E, I and K at 10 s and no better on pangu.)
     """
     count = critical.sum()
     if count == 0:

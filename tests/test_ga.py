@@ -83,15 +83,15 @@ def test_stops_at_the_lower_bound_and_says_optimal() -> None:
 
 
 def test_trace_is_a_convergence_curve() -> None:
-    problem = random_problem(11, 80)
+    problem = load_problem("zoo:densenet121@2")  # the baselines' plans are 16% above the bound
     plan = run_ga(problem, QUICK)
     trace = plan.details["trace"]
-    assert len(trace) == plan.details["generations"] + 1
+    assert len(trace) == plan.details["generations"] + 1 > 2
     best = [r["best_peak"] for r in trace]
-    assert best == sorted(best, reverse=True)  # elitism: never worse
+    assert best == sorted(best, reverse=True) and best[0] > best[-1]  # elitism: never worse
     assert all(r["mean_peak"] >= r["best_peak"] for r in trace)
     evaluations = [r["evaluations"] for r in trace]
-    assert evaluations == sorted(evaluations) and evaluations[0] == QUICK.population
+    assert evaluations == sorted(evaluations) and evaluations[0] == QUICK.population * QUICK.islands
     assert best[-1] == plan.peak
 
 
