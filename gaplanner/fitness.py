@@ -1,11 +1,17 @@
 """Population fitness: decode every individual at once and score it.
 
 An individual is an allocation order (a row of a 2-D int64 array). Its
-scores are the *peak* of its first-fit placement (primary, minimised) and
-seed 003's *contiguity of reuse* (secondary, maximised): in the sequence of
-blocks sorted by the start address they were given, the share of adjacent
-pairs in a reuse relation, i.e. not conflicting, with the later block not
-larger than the earlier one, so it can sit in the space the earlier one held.
+scores, in the order they rank it:
+
+1. the *peak* of its first-fit placement (minimised);
+2. its *excess*: the area (bytes x lifetime) of block memory above the lower
+   bound (minimised). Two plans with the same peak are rarely equally close to
+   a lower one: the excess says how much must still come down, so selection
+   has a slope to follow across the long plateaus of equal peaks;
+3. seed 003's *contiguity of reuse* (maximised): in the sequence of blocks
+   sorted by the start address they were given, the share of adjacent pairs
+   in a reuse relation, i.e. not conflicting, with the later block not larger
+   than the earlier one, so it can sit in the space the earlier one held.
 """
 
 from __future__ import annotations
@@ -24,30 +30,29 @@ class Scores:
     """Fitness of a population, one entry (or row) per individual."""
 
     peaks: np.ndarray  # int64
-    top_blocks: np.ndarray  # int64: how many blocks end at the peak
+    excess: np.ndarray  # float64: block area (bytes x lifetime) above the lower bound
     contiguity: np.ndarray  # float64 in [0, 1]
     offsets: np.ndarray  # int64, (population, blocks)
 
-    def ranking(self, use_top_blocks: bool = True, use_contiguity: bool = True) -> np.ndarray:
-        """Individuals best first: by peak, then fewer blocks at the peak, then higher contiguity.
+    def ranking(self, use_excess: bool = True, use_contiguity: bool = True) -> np.ndarray:
+        """Individuals best first: by peak, then lower excess, then higher contiguity.
 
-        Both tie-breaks are optional (for the ablation). Fewer blocks at the peak
-        is a step towards a lower peak: each one moved down is one less to move.
+        Both tie-breaks are optional (for the ablation).
         """
         keys = [self.peaks]
-        if use_top_blocks:
-            keys.insert(0, self.top_blocks)
+        if use_excess:
+            keys.insert(0, self.excess)
         if use_contiguity:
             keys.insert(0, -self.contiguity)
         return np.lexsort(keys)
 
     def take(self, index: np.ndarray) -> Scores:
-        return Scores(self.peaks[index], self.top_blocks[index], self.contiguity[index], self.offsets[index])
+        return Scores(self.peaks[index], self.excess[index], self.contiguity[index], self.offsets[index])
 
     def join(self, other: Scores) -> Scores:
         return Scores(
             np.concatenate([self.peaks, other.peaks]),
-            np.concatenate([self.top_blocks, other.top_blocks]),
+            np.concatenate([self.excess, other.excess]),
             np.concatenate([self.contiguity, other.contiguity]),
             np.concatenate([self.offsets, other.offsets]),
         )
@@ -55,7 +60,7 @@ class Scores:
     def put(self, index: np.ndarray, other: Scores) -> None:
         """Overwrite the individuals at ``index`` with ``other``'s."""
         self.peaks[index] = other.peaks
-        self.top_blocks[index] = other.top_blocks
+        self.excess[index] = other.excess
         self.contiguity[index] = other.contiguity
         self.offsets[index] = other.offsets
 
@@ -85,7 +90,7 @@ def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
 @nb.njit(cache=True, parallel=True)
 def _score_population(
     orders, prefix, known, sizes, alignments, indptr, indices, index_bits, sentinel,
-    contiguity_args, use_contiguity, by_address, offsets, peaks, top_blocks, contiguity,
+    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity,
 ):  # fmt: skip
     """Decode each order, re-sort it by address and score it (one thread per individual).
 
@@ -103,10 +108,12 @@ def _score_population(
             order, prefix[i], known[i], sizes, alignments, indptr, indices, False, index_bits, sentinel, row
         )
         by_address[i] = order[np.argsort(row[order], kind="mergesort")]
-        top = 0
+        above = 0.0
         for b in range(len(row)):
-            top += row[b] + sizes[b] == peaks[i]
-        top_blocks[i] = top
+            end = row[b] + sizes[b]
+            if end > floor:
+                above += float(end - max(row[b], floor)) * durations[b]
+        excess[i] = above
         if use_contiguity:
             contiguity[i] = _contiguity(by_address[i], *contiguity_args)
 
@@ -125,6 +132,8 @@ class PopulationFitness:
             sorted_indices = np.concatenate(
                 [np.sort(indices[indptr[i] : indptr[i + 1]]) for i in range(problem.n)]
             ).astype(np.int32)
+        # A lifetime's length on the problem's time axis (at least 1: graph problems have no zero lengths).
+        self._durations = np.maximum(problem.upper - problem.lower, 1).astype(np.float64)
         self._contiguity_args = (
             problem.sizes, problem.interval_conflicts, problem.lower, problem.upper, indptr, sorted_indices
         )  # fmt: skip
@@ -145,15 +154,13 @@ class PopulationFitness:
         offsets = np.empty(orders.shape, np.int64)
         if known is None:
             known = (np.zeros(population, np.int64), offsets)
-        scores = Scores(
-            np.empty(population, np.int64), np.empty(population, np.int64), np.zeros(population), offsets
-        )
+        scores = Scores(np.empty(population, np.int64), np.empty(population), np.zeros(population), offsets)
         by_address = np.empty_like(orders)
         _score_population(
             orders, np.ascontiguousarray(known[0], np.int64), np.ascontiguousarray(known[1], np.int64),
             d.sizes, d.alignments, d.indptr, d.indices, d.index_bits, d.sentinel,
-            self._contiguity_args, self.use_contiguity,
-            by_address, offsets, scores.peaks, scores.top_blocks, scores.contiguity,
+            self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
+            by_address, offsets, scores.peaks, scores.excess, scores.contiguity,
         )  # fmt: skip
         self.evaluations += population
         return by_address, scores

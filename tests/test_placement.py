@@ -68,4 +68,6 @@ def test_an_order_sorted_by_address_decodes_to_the_same_offsets(problem, data) -
     assert again.tolist() == by_address.tolist()
     ends = scores.offsets + problem.sizes
     assert scores.peaks.tolist() == ends.max(axis=1).tolist()
-    assert scores.top_blocks.tolist() == (ends == scores.peaks[:, None]).sum(axis=1).tolist()
+    above = np.clip(ends - np.maximum(scores.offsets, problem.lower_bound), 0, None)
+    lifetimes = np.maximum(problem.upper - problem.lower, 1)
+    assert np.allclose(scores.excess, (above * lifetimes).sum(axis=1))
