@@ -57,6 +57,7 @@ from gaplanner.ga import (
     heuristic_orders,
     make_island,
     run_ga,
+    warm_up,
 )
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
@@ -533,8 +534,11 @@ def run_islands(
 
     ``settings.islands`` islands are dealt round-robin to ``min(workers, islands)``
     workers. ``on_start(driver)`` is called once the workers are up (tests
-    use it to find the worker processes).
+    use it to find the worker processes). As with :func:`~gaplanner.ga.run_ga`,
+    the clock starts after the kernels are compiled here, so that workers on
+    this machine load them from numba's cache.
     """
+    warm_up()
     started = time.perf_counter()
     settings = fit_population_to_budget(problem, settings or GASettings())  # as run_ga does
     with ray_session(ray_address, num_cpus=max(workers, os.cpu_count() or 1)) as ray:

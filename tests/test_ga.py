@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gaplanner import BASELINES, find_violation, load_problem, problem_from_arrays
-from gaplanner.fitness import PopulationFitness
+from gaplanner.fitness import PopulationFitness, Scores
 from gaplanner.ga import GASettings, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
@@ -175,6 +175,19 @@ def test_fitness_matches_decoding_and_sorting_by_address_keeps_the_offsets() -> 
     again, rescored = fitness(by_address)
     assert np.array_equal(rescored.offsets, scores.offsets)
     assert np.array_equal(again, by_address)
+
+
+def test_ranking_breaks_equal_peaks_by_excess_then_contiguity() -> None:
+    offsets = np.zeros((4, 1), np.int64)
+    scores = Scores(
+        peaks=np.array([7, 7, 6, 7]),
+        excess=np.array([5.0, 2.0, 9.0, 2.0]),
+        contiguity=np.array([0.9, 0.1, 0.0, 0.5]),
+        offsets=offsets,
+    )
+    assert scores.ranking().tolist() == [2, 3, 1, 0]
+    assert scores.ranking(use_excess=False).tolist() == [2, 0, 3, 1]
+    assert scores.ranking(use_excess=False, use_contiguity=False).tolist() == [2, 0, 1, 3]
 
 
 def test_solve_and_compare() -> None:
