@@ -132,7 +132,8 @@ class PopulationFitness:
             sorted_indices = np.concatenate(
                 [np.sort(indices[indptr[i] : indptr[i + 1]]) for i in range(problem.n)]
             ).astype(np.int32)
-        # A lifetime's length on the problem's time axis (at least 1: graph problems have no zero lengths).
+        # Lifetime lengths on the problem's time axis (a graph's: positions in a linear extension of
+        # its operators), at least 1 so that every block's bytes above the bound count.
         self._durations = np.maximum(problem.upper - problem.lower, 1).astype(np.float64)
         self._contiguity_args = (
             problem.sizes, problem.interval_conflicts, problem.lower, problem.upper, indptr, sorted_indices
