@@ -139,10 +139,12 @@ def decoder_section(root: Path) -> str:
         orders = np.array([rng.permutation(problem.n) for _ in range(64 if problem.n < 2000 else 2 * cores)])
         numba.set_num_threads(1)
         one = decodes_per_second(decoder, orders, 3.0)
+        one_cpu = decodes_per_second(decoder, orders, 3.0, clock=time.process_time)
         numba.set_num_threads(cores)
         every = decodes_per_second(decoder, orders, 3.0)
-        rows.append([problem.name, problem.n, f"{one:,.1f}", f"{every:,.1f}"])
-    return markdown_table(["input", "blocks", "decodes/s per core", f"decodes/s on {cores} cores"], rows)
+        rows.append([problem.name, problem.n, f"{one:,.1f}", f"{one_cpu:,.1f}", f"{every:,.1f}"])
+    header = ["input", "blocks", "decodes/s per core", "per core, CPU time", f"decodes/s on {cores} cores"]
+    return markdown_table(header, rows)
 
 
 #: The ranking's two tie-breaks, each switched off in turn (see gaplanner.fitness).

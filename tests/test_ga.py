@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gaplanner import BASELINES, find_violation, load_problem, problem_from_arrays
-from gaplanner.fitness import PopulationFitness, Scores
+from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address
 from gaplanner.ga import GASettings, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
@@ -175,6 +175,21 @@ def test_fitness_matches_decoding_and_sorting_by_address_keeps_the_offsets() -> 
     again, rescored = fitness(by_address)
     assert np.array_equal(rescored.offsets, scores.offsets)
     assert np.array_equal(again, by_address)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 200), st.integers(0, 2**32 - 1), st.integers(0, 400), st.integers(1, 8))
+def test_sort_by_address_is_a_stable_sort(n, seed, moved, distinct) -> None:
+    """Nearly sorted rows (the insertion path) and shuffled ones (the merge-sort fallback), with ties."""
+    rng = np.random.default_rng(seed)
+    offsets = rng.integers(0, distinct, n)
+    order = np.argsort(offsets, kind="stable")
+    for _ in range(moved):  # a few genes moved, as in a child; many moves make it random
+        i, j = rng.integers(0, n, 2)
+        order[[i, j]] = order[[j, i]]
+    out = np.empty_like(order)
+    _sort_by_address(order, offsets, out)
+    assert np.array_equal(out, order[np.argsort(offsets[order], kind="stable")])
 
 
 def test_ranking_breaks_equal_peaks_by_excess_then_contiguity() -> None:
