@@ -9,7 +9,8 @@ Sections (each prints a Markdown table):
 - minimalloc: challenging A-K at ``--time-limit`` seconds each, ``--seeds`` runs; peak / best known
   peak, its geometric mean over A-K per seed and the median of those.
 - large: the training graphs at ``--large-time-limit`` seconds; ratio to the lower bound and to greedy-size.
-- decoder: first-fit decodes per second through the population call on K and pangu.
+- decoder: first-fit decodes per second through the population call on K and pangu, on one thread
+  (per wall-clock second and per CPU second, which leaves out hypervisor steal) and on every core.
 - ablation: the ranking's tie-breaks (excess, contiguity) on and off, several seeds, challenging A-K
   at a short budget.
 Every figure is measured in this process; nothing is copied from elsewhere except
