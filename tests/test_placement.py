@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gaplanner import build_problem, problem_from_arrays
 from gaplanner.fitness import PopulationFitness
-from gaplanner.placement import Decoder, decode
+from gaplanner.placement import SORT_MIN_RANGES, Decoder, decode
 from gaplanner.problem import Problem
 from tests.oracles import address_order, first_fit_offsets
 from tests.test_properties import SETTINGS, graph_documents, interval_problems
@@ -28,6 +28,30 @@ def test_first_fit_matches_the_plain_python_decoder(problem, wide, random) -> No
     assert Decoder.for_problem(problem).sizes.dtype == (np.int64 if wide else np.int32)
     order = random.sample(range(problem.n), problem.n)
     assert decode(problem, np.array(order)).tolist() == first_fit_offsets(problem, tuple(order)).tolist()
+
+
+def deep_stack_problem(seed: int, alignment: int) -> tuple[Problem, np.ndarray]:
+    """Small long-lived blocks placed last over ~300 short ones, 20-60 deep at any time.
+
+    The long-lived blocks have more than ``SORT_MIN_RANGES`` placed neighbours and
+    need 45-52 sweeps to climb the stack (seeds 0-4), so first-fit finishes them
+    with its sorted pass.
+    """
+    rng = np.random.default_rng(seed)
+    short, long_lived = SORT_MIN_RANGES + 40, 8
+    lower = np.concatenate([np.arange(short), np.zeros(long_lived, np.int64)])
+    upper = np.concatenate([np.arange(short) + rng.integers(20, 60, short), np.full(long_lived, short + 60)])
+    sizes = np.concatenate([rng.integers(1, 100, short), rng.integers(1, 8, long_lived)]) * 8
+    order = np.concatenate([rng.permutation(short), short + rng.permutation(long_lived)])
+    return problem_from_arrays(sizes, lower, upper, alignment=alignment), order
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 8, 24]), st.booleans())
+def test_first_fit_through_a_deep_stack_matches_the_plain_python_decoder(seed, alignment, wide) -> None:
+    problem, order = deep_stack_problem(seed, alignment)
+    problem = widened(problem) if wide else problem
+    assert decode(problem, order).tolist() == first_fit_offsets(problem, tuple(order)).tolist()
 
 
 @SETTINGS
