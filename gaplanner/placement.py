@@ -46,7 +46,6 @@ INT64_SENTINEL = np.iinfo(np.int64).max // 2
 # if it has at least SORT_MIN_RANGES of them (see _first_fit_offset).
 SWEEPS_BEFORE_SORT = 16
 SORT_MIN_RANGES = 256
-RADIX_BITS = 8
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -79,7 +78,7 @@ def _sort_by_start(starts, count, keys, index_bits):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _first_fit_offset(size, alignment, starts, ends, count, scratch):
+def _first_fit_offset(size, alignment, starts, ends, count, index_bits, scratch):
     """Lowest aligned offset where ``[offset, offset + size)`` meets none of the ranges.
 
     Jump past every range overlapping the candidate (no offset below the highest
@@ -91,7 +90,7 @@ def _first_fit_offset(size, alignment, starts, ends, count, scratch):
     few times, then finishes in one pass over the ranges still above the
     candidate, sorted by start: 3x the decodes per second on pangu. A block with
     few ranges sweeps to the end: sorting them costs more than the sweeps it
-    saves (2x slower on MiniMalloc J, 70 ranges a block, when it sorted too).
+    saves (2x slower on MiniMalloc J, 70 ranges a block, with a radix sort).
     """
     # Numba widens int32 arithmetic to int64: cast back so the sweep compares int32 lanes.
     narrow = starts.dtype.type
@@ -106,18 +105,18 @@ def _first_fit_offset(size, alignment, starts, ends, count, scratch):
         if top == candidate:
             return candidate
         candidate = narrow(_align_up(top, alignment))
-    return _first_fit_by_start(size, alignment, starts, ends, count, candidate, scratch)
+    return _first_fit_by_start(size, alignment, starts, ends, count, candidate, index_bits, scratch)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _first_fit_by_start(size, alignment, starts, ends, count, candidate, scratch):
+def _first_fit_by_start(size, alignment, starts, ends, count, candidate, index_bits, scratch):
     """First-fit from ``candidate``, in one pass over the ranges ending above it in order of start."""
-    above, spare, digits = scratch[0], scratch[1], scratch[2]
+    above, spare, buckets = scratch[0], scratch[1], scratch[2]
     live = 0
     for k in range(count):
         above[live] = k
         live += ends[k] > candidate
-    _radix_sort(above, live, starts, spare, digits)
+    _sort_indices(above, live, starts, index_bits, spare, buckets)
     candidate = np.int64(candidate)
     for p in range(live):
         k = above[p]
@@ -129,38 +128,49 @@ def _first_fit_by_start(size, alignment, starts, ends, count, candidate, scratch
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _radix_sort(index, count, keys, spare, digits):
-    """Sort ``index[:count]`` by ``keys[index]``: least significant digit first, stable.
+def _sort_indices(index, count, keys, index_bits, spare, buckets):
+    """Sort ``index[:count]`` (each below ``2**index_bits``) by ``keys[index]``.
 
-    Keys are taken relative to their minimum and their common trailing zero bits
-    (an alignment) skipped, so a 33-bit range of offsets takes 3 or 4 passes.
+    A counting pass into about ``count`` buckets of equal width, then an insertion
+    sort that moves keys within their buckets. Keys bunched into a few buckets
+    would make that quadratic: past a linear budget of moves, sort packed
+    ``key << index_bits | index`` integers instead.
     """
-    low, high, used = INT64_SENTINEL, 0, 0
+    if count < 2:
+        return
+    low, high = INT64_SENTINEL, 0
     for p in range(count):
         low = min(low, np.int64(keys[index[p]]))
         high = max(high, np.int64(keys[index[p]]))
-    for p in range(count):
-        used |= np.int64(keys[index[p]]) - low
     shift = 0
-    while used > 0 and (used >> shift) & 1 == 0:
+    while (high - low) >> shift >= count:
         shift += 1
-    radix = 1 << RADIX_BITS
-    source, target, moved = index, spare, False
-    while (high - low) >> shift > 0:
-        offsets = np.zeros(radix + 1, np.int64)
-        for p in range(count):
-            digit = ((np.int64(keys[source[p]]) - low) >> shift) & (radix - 1)
-            digits[p] = digit
-            offsets[digit + 1] += 1
-        for d in range(radix):
-            offsets[d + 1] += offsets[d]
-        for p in range(count):
-            target[offsets[digits[p]]] = source[p]
-            offsets[digits[p]] += 1
-        source, target, moved = target, source, not moved
-        shift += RADIX_BITS
-    if moved:
-        index[:count] = source[:count]
+    firsts = np.zeros(((high - low) >> shift) + 2, np.int64)
+    for p in range(count):
+        buckets[p] = (np.int64(keys[index[p]]) - low) >> shift
+        firsts[buckets[p] + 1] += 1
+    for d in range(len(firsts) - 1):
+        firsts[d + 1] += firsts[d]
+    for p in range(count):
+        spare[firsts[buckets[p]]] = index[p]
+        firsts[buckets[p]] += 1
+    budget = 8 * count
+    for p in range(1, count):
+        k = spare[p]
+        key, q = keys[k], p
+        while q > 0 and keys[spare[q - 1]] > key:
+            spare[q] = spare[q - 1]
+            q -= 1
+        spare[q] = k
+        budget -= p - q
+        if budget < 0:
+            for r in range(count):
+                spare[r] = (np.int64(keys[index[r]]) << index_bits) | index[r]
+            spare[:count].sort()
+            for r in range(count):
+                index[r] = spare[r] & ((1 << index_bits) - 1)
+            return
+    index[:count] = spare[:count]
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -207,7 +217,7 @@ def decode_row(
         if best_fit:
             offset = _best_fit_offset(sizes[b], alignments[b], starts, ends, count, keys, index_bits)
         else:
-            offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, count, scratch)
+            offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, count, index_bits, scratch)
         placed[b, 0] = offset
         placed[b, 1] = offset + sizes[b]
         peak = max(peak, np.int64(offset + sizes[b]))

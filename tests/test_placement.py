@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gaplanner import build_problem, problem_from_arrays
 from gaplanner.fitness import PopulationFitness
-from gaplanner.placement import SORT_MIN_RANGES, Decoder, decode
+from gaplanner.placement import SORT_MIN_RANGES, Decoder, _sort_indices, decode
 from gaplanner.problem import Problem
 from tests.oracles import address_order, first_fit_offsets
 from tests.test_properties import SETTINGS, graph_documents, interval_problems
@@ -52,6 +52,27 @@ def test_first_fit_through_a_deep_stack_matches_the_plain_python_decoder(seed, a
     problem, order = deep_stack_problem(seed, alignment)
     problem = widened(problem) if wide else problem
     assert decode(problem, order).tolist() == first_fit_offsets(problem, tuple(order)).tolist()
+
+
+@SETTINGS
+@given(
+    st.lists(st.integers(0, 2**40), min_size=0, max_size=300),
+    st.integers(0, 2**40),
+    st.integers(0, 300),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_sorting_range_indices_by_start_matches_numpy(keys, outlier, bunched, dtype) -> None:
+    """Spread keys take the bucket path; a run of close keys and one far outlier take the fallback."""
+    keys = np.array(keys + list(range(7, 7 + bunched)) + [outlier], np.int64)
+    if dtype is np.int32:
+        keys = keys % 2**31
+    keys = keys.astype(dtype)
+    index_bits = max(1, len(keys).bit_length())
+    index = np.random.default_rng(len(keys)).permutation(len(keys)).astype(np.int64)
+    scratch = np.empty((2, len(keys)), np.int64)
+    _sort_indices(index, len(keys), keys, index_bits, scratch[0], scratch[1])
+    assert sorted(index.tolist()) == list(range(len(keys)))
+    assert keys[index].tolist() == sorted(keys.tolist())
 
 
 @SETTINGS
