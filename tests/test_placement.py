@@ -31,10 +31,10 @@ def test_first_fit_matches_the_plain_python_decoder(problem, wide, random) -> No
 
 
 def deep_stack_problem(seed: int, alignment: int) -> tuple[Problem, np.ndarray]:
-    """Small long-lived blocks placed last over ~300 short ones, 20-60 deep at any time.
+    """Small long-lived blocks placed last over ~550 short ones, 20-60 deep at any time.
 
     The long-lived blocks have more than ``SORT_MIN_RANGES`` placed neighbours and
-    need 45-52 sweeps to climb the stack (seeds 0-4), so first-fit finishes them
+    need 44-50 sweeps to climb the stack (seeds 0-4), so first-fit finishes them
     with its sorted pass.
     """
     rng = np.random.default_rng(seed)
