@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 from gaplanner import BASELINES, find_violation, load_problem, problem_from_arrays
 from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address
-from gaplanner.ga import GASettings, run_ga
+from gaplanner.ga import GASettings, _next_generation_overruns, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
 from gaplanner.solve import compare, solve
@@ -213,3 +215,11 @@ def test_solve_and_compare() -> None:
     assert rows[-1].peak == min(r.peak for r in rows)
     with pytest.raises(ValueError, match="unknown algorithm"):
         solve(problem, "magic")
+
+
+def test_a_generation_that_would_end_past_the_time_limit_is_not_started() -> None:
+    limited = GASettings(time_limit=10.0)
+    five_seconds_in = time.perf_counter() - 5.0
+    assert _next_generation_overruns(limited, five_seconds_in, generation_seconds=6.0)
+    assert not _next_generation_overruns(limited, five_seconds_in, generation_seconds=1.0)
+    assert not _next_generation_overruns(replace(limited, time_limit=None), five_seconds_in, 6.0)
