@@ -4,7 +4,7 @@ Numba caches a compiled function together with the callees compiled into it
 (``fitness._score_population`` carries its own copy of ``placement.decode_row``)
 but invalidates the entry only when the function's own file changes. After an
 edit to ``placement.py`` the GA kept running the old decoder from the cache:
-scoring was 2x slower than the decoder it calls. So the cache files in the
+scoring was 2-4x slower than the decoder it calls. So the cache files in the
 package's ``__pycache__`` are dropped whenever any source file of the package
 has changed since they were written.
 """

@@ -10,10 +10,10 @@ block, where a block not yet placed holds a sentinel range above every
 offset. First-fit copies the rows of a block's neighbours (no test per edge,
 so the copy vectorizes) and sweeps them, jumping the candidate offset past
 every overlapping range until none overlaps; a block with hundreds of ranges
-stacked deep finishes in one pass over them sorted by start instead. Best-fit keeps only the placed
-neighbours, sorts them by start (an in-place sort of packed integer keys) and
-scans the gaps once. The arithmetic is int32 when every offset fits, which
-halves the memory traffic and doubles the SIMD width
+stacked deep finishes in one pass over them sorted by start instead. Best-fit
+keeps only the placed neighbours, sorts them by start (an in-place sort of
+packed integer keys) and scans the gaps once. The arithmetic is int32 when
+every offset fits, which halves the memory traffic and doubles the SIMD width
 (``experiments/bench_decoder.py``).
 
 A decode may start part-way through an order: when the first ``k`` blocks of
