@@ -30,7 +30,7 @@ from deap import base, tools
 from gaplanner.baselines import BASELINES
 from gaplanner.fitness import PopulationFitness, Scores, shared_prefix
 from gaplanner.io import load_problem
-from gaplanner.operators import INVERSION, PEAK_MOVE, SWAP, mutate, ordered_crossover
+from gaplanner.operators import INVERSION, PEAK_MOVE, SWAP, HoleGuide, hole_moves, mutate, ordered_crossover
 from gaplanner.placement import Decoder
 from gaplanner.placement import warm_up as warm_up_decoder
 from gaplanner.plan import Plan, make_plan
@@ -53,7 +53,8 @@ class GASettings:
     elite: int = 2
     tournament: int = 3
     crossover_rate: float = 0.7
-    peak_move_rate: float = 0.5
+    hole_move_rate: float = 0.25
+    peak_move_rate: float = 0.25
     use_contiguity: bool = True
     use_excess: bool = True
     local_search: int = 0
@@ -69,6 +70,9 @@ class GASettings:
             )
         if self.islands < 1 or not 0 <= self.elite < self.population:
             raise ValueError("need islands >= 1 and 0 <= elite < population")
+        rates = (self.peak_move_rate, self.hole_move_rate)
+        if min(rates) < 0 or sum(rates) > 1:
+            raise ValueError("peak_move_rate and hole_move_rate must be >= 0 and add up to at most 1")
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class Island:
     settings: GASettings
     rng: np.random.Generator
     population: np.ndarray
+    guide: HoleGuide
     scores: Scores = field(init=False)
     toolbox: base.Toolbox = field(init=False)
 
@@ -155,10 +160,14 @@ class Island:
         return ends == self.scores.peaks[parents, None]
 
     def _mutate(self, orders: np.ndarray, rows: np.ndarray, parents: np.ndarray) -> None:
-        """Mutate ``orders[rows]``: a peak move (at the rate set) or a random swap / insertion / inversion."""
-        peak = self.rng.random(len(rows)) < self.settings.peak_move_rate
+        """Mutate ``orders[rows]``: a hole move or a peak move (at the rates set), else a random
+        swap / insertion / inversion."""
+        s, draw = self.settings, self.rng.random(len(rows))
+        hole = draw < s.hole_move_rate
+        peak = ~hole & (draw < s.hole_move_rate + s.peak_move_rate)
         kinds = np.where(peak, PEAK_MOVE, self.rng.integers(SWAP, INVERSION + 1, len(rows)))
-        mutate(orders, rows, kinds, self._critical(parents), self.rng)
+        mutate(orders, rows[~hole], kinds[~hole], self._critical(parents[~hole]), self.rng)
+        hole_moves(orders, rows[hole], self.scores.offsets[parents[hole]], self.guide, self.rng)
 
     def step(self) -> None:
         """One generation: elite kept, children bred, everyone scored."""
@@ -295,7 +304,7 @@ def make_island(
     rng = np.random.default_rng(np.random.SeedSequence(settings.seed).spawn(settings.islands)[index])
     fitness = PopulationFitness(problem, settings.use_contiguity)
     population = _initial_population(problem, settings.population, seeds[index :: settings.islands], rng)
-    return Island(fitness, settings, rng, population)
+    return Island(fitness, settings, rng, population, HoleGuide.for_problem(problem))
 
 
 def make_islands(

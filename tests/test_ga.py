@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaplanner import BASELINES, find_violation, load_problem, problem_from_arrays
+from gaplanner import BASELINES, find_violation, load_problem, operators, problem_from_arrays
 from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address
 from gaplanner.ga import GASettings, _next_generation_overruns, run_ga
-from gaplanner.operators import MUTATIONS, PEAK_MOVE, _crossover_all, mutate, ordered_crossover
+from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
 from gaplanner.solve import compare, solve
 from tests.oracles import address_order, brute_force_peaks
@@ -144,6 +144,41 @@ def test_operators_keep_permutations(n: int, seed: int) -> None:
     mutate(orders, np.arange(len(MUTATIONS)), np.array(list(MUTATIONS.values())), critical, rng)
     for order in orders:
         assert sorted(order) == list(range(n))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 2**32 - 1))
+def test_hole_moves_keep_permutations(n: int, seed: int) -> None:
+    problem = random_problem(seed, n)
+    rng = np.random.default_rng(seed)
+    parents = np.array([rng.permutation(n) for _ in range(6)])
+    offsets = np.array([decode(problem, order) for order in parents])
+    orders = parents.copy()
+    operators.hole_moves(orders, np.arange(6), offsets, HoleGuide.for_problem(problem), rng)
+    for order in orders:
+        assert sorted(order) == list(range(n))
+
+
+def test_hole_move_puts_the_lid_before_its_blockers() -> None:
+    """X [0,6) sits at 4 over a hole at 2-4 when it is live with Z [0,3): Y and W [5,8), pushed up
+    to 2 and 3 by V [6,8), keep it out. The move puts X just before Y; a blocker drawn moves on
+    to an earlier place."""
+    sizes, lower, upper = np.array([1, 2, 1, 1, 2]), np.array([0, 0, 5, 5, 6]), np.array([6, 3, 8, 8, 8])
+    problem = problem_from_arrays(sizes, lower, upper)
+    x, z, y, w, v = range(5)
+    parent = np.array([z, v, y, w, x])
+    offsets = decode(problem, parent)
+    assert offsets.tolist() == [4, 0, 2, 3, 0]
+    g = HoleGuide.for_problem(problem)
+    moved = []
+    for y_draw in (0.99, 0.0):  # each of the two blockers moves when its draw is below 1/2
+        order, draws = parent.copy(), np.full(2 + 2 * operators.HOLE_BLOCKERS, 0.99)
+        draws[:2], draws[2:4] = 0.0, (y_draw, 0.0)
+        operators._hole_move(
+            order, offsets, g.sizes, g.lower, g.upper, g.start_load, g.indptr, g.indices, draws
+        )
+        moved.append(order.tolist())
+    assert moved == [[z, v, x, y, w], [y, z, v, x, w]]
 
 
 def test_ordered_crossover_keeps_a_slice_and_the_other_parents_order() -> None:
