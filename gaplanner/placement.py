@@ -61,7 +61,7 @@ def _gather_placed(b, indptr, indices, placed, starts, ends):
     ones: no branch per edge to mispredict.
     """
     sentinel, count = placed[len(placed) - 1, 0], 0
-    for e in range(indptr[b], indptr[b + 1]):
+    for e in range(indptr[b], indptr[b + np.uint32(1)]):
         j = indices[e]
         starts[count] = placed[j, 0]
         ends[count] = placed[j, 1]
@@ -232,7 +232,8 @@ def decode_row(
         placed[b, 0] = known[b]
         placed[b, 1] = known[b] + sizes[b]
         peak = max(peak, np.int64(placed[b, 1]))
-    for b in order[first:]:
+    for p in range(first, n):
+        b = np.uint32(order[p])  # unsigned block indices: no negative-index wraparound in the gather
         count = _gather_placed(b, indptr, indices, placed, starts, ends)
         if best_fit:
             offset = _best_fit_offset(sizes[b], alignments[b], starts, ends, count, keys, index_bits)
@@ -266,6 +267,8 @@ class Decoder:
     """The arrays a decode needs, checked once per problem.
 
     Sizes and the range table are int32 when every offset fits, else int64.
+    Neighbour indices are unsigned: numba then skips the wraparound test of
+    negative indices in the gather, 7-10 % of a decode on MiniMalloc K and E.
     """
 
     sizes: np.ndarray
@@ -292,7 +295,7 @@ class Decoder:
             problem.sizes.astype(dtype),
             problem.alignments.astype(dtype),
             problem.conflicts.indptr.astype(np.int64),
-            problem.conflicts.indices.astype(np.int32),
+            problem.conflicts.indices.astype(np.uint32),
             index_bits,
             sentinel,
         )
@@ -333,7 +336,7 @@ def warm_up() -> None:
         one = np.ones(1, dtype)
         decode_population_into(
             np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-            np.zeros(2, np.int64), np.zeros(0, np.int32), False, 1, sentinel, np.empty((1, 1), np.int64),
+            np.zeros(2, np.int64), np.zeros(0, np.uint32), False, 1, sentinel, np.empty((1, 1), np.int64),
         )  # fmt: skip
 
 
