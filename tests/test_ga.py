@@ -160,25 +160,26 @@ def test_hole_moves_keep_permutations(n: int, seed: int) -> None:
 
 
 def test_hole_move_puts_the_lid_before_its_blockers() -> None:
-    """X [0,6) sits at 4 over a hole at 2-4 when it is live with Z [0,3): Y and W [5,8), pushed up
-    to 2 and 3 by V [6,8), keep it out. The move puts X just before Y; a blocker drawn moves on
-    to an earlier place."""
-    sizes, lower, upper = np.array([1, 2, 1, 1, 2]), np.array([0, 0, 5, 5, 6]), np.array([6, 3, 8, 8, 8])
+    """X [0,6) sits at 6 over a hole at 3-6 when it is live with Z [0,3): Y [3,5) and W [5,6), both
+    live over [5,8) and pushed up by V, keep it out. The move puts X just before Y. Y, which covers
+    the most of the hole, always moves on to an earlier place; W, covering half as much, moves when
+    its draw is below 1/2."""
+    sizes, lower, upper = np.array([1, 3, 2, 1, 3]), np.array([0, 0, 5, 5, 6]), np.array([6, 3, 8, 8, 8])
     problem = problem_from_arrays(sizes, lower, upper)
     x, z, y, w, v = range(5)
     parent = np.array([z, v, y, w, x])
     offsets = decode(problem, parent)
-    assert offsets.tolist() == [4, 0, 2, 3, 0]
+    assert offsets.tolist() == [6, 0, 3, 5, 0]
     g = HoleGuide.for_problem(problem)
     moved = []
-    for y_draw in (0.99, 0.0):  # each of the two blockers moves when its draw is below 1/2
+    for w_draw in (0.99, 0.0):
         order, draws = parent.copy(), np.full(2 + 2 * operators.HOLE_BLOCKERS, 0.99)
-        draws[:2], draws[2:4] = 0.0, (y_draw, 0.0)
+        draws[:4], draws[4] = (0.0, 0.0, 0.99, 0.0), w_draw
         operators._hole_move(
             order, offsets, g.sizes, g.lower, g.upper, g.start_load, g.indptr, g.indices, draws
         )
         moved.append(order.tolist())
-    assert moved == [[z, v, x, y, w], [y, z, v, x, w]]
+    assert moved == [[y, z, v, x, w], [y, w, z, v, x]]
 
 
 def test_ordered_crossover_keeps_a_slice_and_the_other_parents_order() -> None:
