@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from gaplanner.placement import Decoder, decode_row
+from gaplanner.placement import Decoder, decode_row, thread_chunks, workspace
 from gaplanner.problem import Problem
 
 
@@ -118,9 +118,9 @@ def _sort_by_address(order, offsets, out):
 @nb.njit(cache=True, parallel=True)
 def _score_population(
     orders, prefix, known, sizes, alignments, indptr, indices, index_bits, sentinel,
-    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity,
+    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
 ):  # fmt: skip
-    """Decode each order, re-sort it by address and score it (one thread per individual).
+    """Decode each order, re-sort it by address and score it (in parallel, as the decoder).
 
     Re-sorting by address is seed 003's step "pre-allocate, then sort by start
     address". First-fit decoding of the re-sorted order gives every block the
@@ -130,20 +130,23 @@ def _score_population(
     So an individual's stored offsets are exactly those of its stored order,
     which lets a child be decoded from where it departs from its parent.
     """
-    for i in nb.prange(len(orders)):
-        order, row = orders[i], offsets[i]
-        peaks[i] = decode_row(
-            order, prefix[i], known[i], sizes, alignments, indptr, indices, False, index_bits, sentinel, row
-        )
-        _sort_by_address(order, row, by_address[i])
-        above = 0.0
-        for b in range(len(row)):
-            end = row[b] + sizes[b]
-            if end > floor:
-                above += float(end - max(row[b], floor)) * durations[b]
-        excess[i] = above
-        if use_contiguity:
-            contiguity[i] = _contiguity(by_address[i], *contiguity_args)
+    for c in nb.prange(chunks):
+        work = workspace(sizes, indptr)
+        for i in range(c, len(orders), chunks):
+            order, row = orders[i], offsets[i]
+            peaks[i] = decode_row(
+                order, prefix[i], known[i], sizes, alignments, indptr, indices,
+                False, index_bits, sentinel, work, row,
+            )  # fmt: skip
+            _sort_by_address(order, row, by_address[i])
+            above = 0.0
+            for b in range(len(row)):
+                end = row[b] + sizes[b]
+                if end > floor:
+                    above += float(end - max(row[b], floor)) * durations[b]
+            excess[i] = above
+            if use_contiguity:
+                contiguity[i] = _contiguity(by_address[i], *contiguity_args)
 
 
 class PopulationFitness:
@@ -189,7 +192,7 @@ class PopulationFitness:
             orders, np.ascontiguousarray(known[0], np.int64), np.ascontiguousarray(known[1], np.int64),
             d.sizes, d.alignments, d.indptr, d.indices, d.index_bits, d.sentinel,
             self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
-            by_address, offsets, scores.peaks, scores.excess, scores.contiguity,
+            by_address, offsets, scores.peaks, scores.excess, scores.contiguity, thread_chunks(population),
         )  # fmt: skip
         self.evaluations += population
         return by_address, scores

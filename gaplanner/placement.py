@@ -5,16 +5,17 @@ the lowest aligned offset where it overlaps no already-placed conflicting
 block; *best-fit* puts it into the smallest gap between placed conflicting
 blocks that holds it (the top of the arena when none does).
 
-The placed blocks' address ranges live in one ``(n + 1, 2)`` table, a row per
-block, where a block not yet placed holds a sentinel range above every
-offset. First-fit copies the rows of a block's neighbours (no test per edge,
-so the copy vectorizes) and sweeps them, jumping the candidate offset past
-every overlapping range until none overlaps; a block with hundreds of ranges
-stacked deep finishes in one pass over them sorted by start instead. Best-fit
-keeps only the placed neighbours, sorts them by start (an in-place sort of
-packed integer keys) and scans the gaps once. The arithmetic is int32 when
-every offset fits, which halves the memory traffic and doubles the SIMD width
-(``experiments/bench_decoder.py``).
+The placed blocks' address ranges live in one ``(2, n + 1)`` table, a column
+per block, where a block not yet placed holds a sentinel range above every
+offset. First-fit copies the ranges of all of a block's neighbours, placed or
+not (no test per edge), and sweeps them, jumping the candidate offset past
+every overlapping range until none overlaps; the neighbour lists are padded
+to whole vectors, so each sweep is a vector loop with no scalar tail. A block
+with hundreds of ranges stacked deep finishes in one pass over them sorted by
+start instead. Best-fit keeps only the placed neighbours, sorts them by start
+(an in-place sort of packed integer keys) and scans the gaps once. The
+arithmetic is int32 when every offset fits, which halves the memory traffic
+and doubles the SIMD width (``experiments/bench_decoder.py``).
 
 A decode may start part-way through an order: when the first ``k`` blocks of
 an order are those of an order already decoded, their offsets are copied from
@@ -46,6 +47,9 @@ INT64_SENTINEL = np.iinfo(np.int64).max // 2
 # if it has at least SORT_MIN_RANGES of them (see _first_fit_deep).
 SWEEPS_BEFORE_SORT = 16
 SORT_MIN_RANGES = 512
+# Neighbour lists are padded with the never-placed block to a multiple of this many
+# entries, so the sweeps' vector loops have no scalar remainder.
+NEIGHBOUR_LANES = 8
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -54,19 +58,36 @@ def _align_up(x, alignment):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _gather_placed(b, indptr, indices, placed, starts, ends):
-    """Copy the ranges of ``b``'s placed neighbours into ``starts``/``ends``; return their count.
+def _gather(indices, first, count, placed, starts, ends):
+    """Copy the ranges of the ``count`` neighbours from ``indices[first]`` on, placed or not.
 
-    Every neighbour's row is copied and the count only advances past placed
-    ones: no branch per edge to mispredict.
+    A block not placed yet holds the sentinel range, which no sweep hits, so
+    first-fit needs no test per edge here: the copy is three loads and two
+    stores, and the sweeps run over whole vectors (the lists are padded to
+    ``NEIGHBOUR_LANES``). ``first`` is unsigned, so the index is too: no
+    negative-index wraparound test per edge.
     """
-    sentinel, count = placed[len(placed) - 1, 0], 0
-    for e in range(indptr[b], indptr[b + np.uint32(1)]):
-        j = indices[e]
-        starts[count] = placed[j, 0]
-        ends[count] = placed[j, 1]
-        count += placed[j, 0] != sentinel
-    return count
+    for k in range(count):
+        j = indices[first + np.uint64(k)]
+        starts[k] = placed[0, j]
+        ends[k] = placed[1, j]
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _gather_placed(indices, first, count, placed, starts, ends):
+    """Copy the ranges of the placed neighbours only; return their count.
+
+    For the paths that sort the ranges (best-fit, a block with many of them),
+    where the unplaced ones would cost more than the test. Every row is copied
+    and the count only advances past placed ones: no branch per edge.
+    """
+    sentinel, placed_count = placed[0, placed.shape[1] - 1], 0
+    for k in range(count):
+        j = indices[first + np.uint64(k)]
+        starts[placed_count] = placed[0, j]
+        ends[placed_count] = placed[1, j]
+        placed_count += placed[0, j] != sentinel
+    return placed_count
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -210,55 +231,98 @@ def _best_fit_offset(size, alignment, starts, ends, count, keys, index_bits):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def decode_row(
-    order, first, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, offsets
-):
-    """Place the blocks of ``order``; write every block's offset; return the peak.
+def workspace(sizes, indptr):
+    """The arrays one thread's decodes write into, reused row after row.
 
-    The first ``first`` blocks take their offsets from ``known``; the rest are
-    placed by first-fit (or best-fit) after them.
+    ``placed`` holds the placed blocks' ranges, starts in row 0 and ends in row
+    1 (two rows, so the gather's loads of starts and of ends each stream from
+    one array). Column ``n`` is the never-placed block the neighbour lists are
+    padded with. Allocating these per row, not per thread, cost 15-20 % of a
+    decode of MiniMalloc K.
     """
     n = len(sizes)
     width = 1
     for b in range(n):
         width = max(width, indptr[b + 1] - indptr[b])
-    starts = np.empty(width, sizes.dtype)
-    ends = np.empty(width, sizes.dtype)
-    keys = np.empty(width, np.int64)
-    scratch = np.empty((3, width), np.int64)
-    placed = np.full((n + 1, 2), sentinel, sizes.dtype)  # row n: a block never placed
+    placed = np.empty((2, n + 1), sizes.dtype)
+    return placed, np.empty(width, sizes.dtype), np.empty(width, sizes.dtype), np.empty((3, width), np.int64)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sorting_offset(
+    size, alignment, indices, first, degree, best_fit, index_bits, placed, starts, ends, scratch
+):
+    """Offset of a block by best-fit, or by first-fit when it has many neighbours.
+
+    Both sort the ranges, so they gather the placed neighbours only. Kept out
+    of :func:`decode_row`'s loop, which stays small for the common case.
+    """
+    count = _gather_placed(indices, first, degree, placed, starts, ends)
+    if best_fit:
+        return _best_fit_offset(size, alignment, starts, ends, count, scratch[0], index_bits)
+    if count >= SORT_MIN_RANGES:
+        return _first_fit_deep(size, alignment, starts, ends, count, index_bits, scratch)
+    return _first_fit_offset(size, alignment, starts, ends, count)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def decode_row(
+    order, first, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, work, offsets
+):
+    """Place the blocks of ``order``; write every block's offset; return the peak.
+
+    The first ``first`` blocks take their offsets from ``known``; the rest are
+    placed by first-fit (or best-fit) after them. ``work``: a :func:`workspace`.
+    """
+    placed, starts, ends, scratch = work
+    placed[:] = sentinel
     peak = 0
     for b in order[:first]:
-        placed[b, 0] = known[b]
-        placed[b, 1] = known[b] + sizes[b]
-        peak = max(peak, np.int64(placed[b, 1]))
-    for p in range(first, n):
+        placed[0, b] = known[b]
+        placed[1, b] = known[b] + sizes[b]
+        peak = max(peak, np.int64(placed[1, b]))
+    for p in range(first, len(sizes)):
         b = np.uint32(order[p])  # unsigned block indices: no negative-index wraparound in the gather
-        count = _gather_placed(b, indptr, indices, placed, starts, ends)
-        if best_fit:
-            offset = _best_fit_offset(sizes[b], alignments[b], starts, ends, count, keys, index_bits)
-        elif count >= SORT_MIN_RANGES:
-            offset = _first_fit_deep(sizes[b], alignments[b], starts, ends, count, index_bits, scratch)
+        neighbours = np.uint64(indptr[b])
+        degree = indptr[b + np.uint32(1)] - indptr[b]
+        if not best_fit and degree < SORT_MIN_RANGES:
+            _gather(indices, neighbours, degree, placed, starts, ends)
+            offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, degree)
         else:
-            offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, count)
-        placed[b, 0] = offset
-        placed[b, 1] = offset + sizes[b]
+            offset = _sorting_offset(
+                sizes[b], alignments[b], indices, neighbours, degree, best_fit, index_bits,
+                placed, starts, ends, scratch,
+            )  # fmt: skip
+        placed[0, b] = offset
+        placed[1, b] = offset + sizes[b]
         peak = max(peak, np.int64(offset + sizes[b]))
-    offsets[:] = placed[:n, 0]
+    offsets[:] = placed[0, : len(sizes)]
     return peak
+
+
+def thread_chunks(rows: int) -> int:
+    """How many chunks a parallel loop over ``rows`` rows is cut into: a few per thread.
+
+    Each chunk allocates one :func:`workspace` and decodes rows ``c``,
+    ``c + chunks``, ...; more chunks than threads lets a thread that the
+    machine slows down hand rows to the others.
+    """
+    return max(1, min(rows, 4 * nb.get_num_threads()))
 
 
 @nb.njit(cache=True, parallel=True, error_model="numpy")
 def decode_population_into(
-    orders, prefix, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, offsets
+    orders, prefix, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, offsets, chunks
 ):
-    """Decode every row of ``orders`` in parallel (see :func:`decode_row`); return peaks."""
+    """Decode every row of ``orders`` in parallel, in ``chunks`` (see :func:`decode_row`); return peaks."""
     peaks = np.empty(len(orders), np.int64)
-    for i in nb.prange(len(orders)):
-        peaks[i] = decode_row(
-            orders[i], prefix[i], known[i], sizes, alignments, indptr, indices,
-            best_fit, index_bits, sentinel, offsets[i],
-        )  # fmt: skip
+    for c in nb.prange(chunks):
+        work = workspace(sizes, indptr)
+        for i in range(c, len(orders), chunks):
+            peaks[i] = decode_row(
+                orders[i], prefix[i], known[i], sizes, alignments, indptr, indices,
+                best_fit, index_bits, sentinel, work, offsets[i],
+            )  # fmt: skip
     return peaks
 
 
@@ -269,6 +333,7 @@ class Decoder:
     Sizes and the range table are int32 when every offset fits, else int64.
     Neighbour indices are unsigned: numba then skips the wraparound test of
     negative indices in the gather, 7-10 % of a decode on MiniMalloc K and E.
+    The neighbour lists are padded to multiples of ``NEIGHBOUR_LANES``.
     """
 
     sizes: np.ndarray
@@ -291,14 +356,9 @@ class Decoder:
             )
         narrow = worst_end < INT32_SENTINEL
         dtype, sentinel = (np.int32, INT32_SENTINEL) if narrow else (np.int64, INT64_SENTINEL)
-        return cls(
-            problem.sizes.astype(dtype),
-            problem.alignments.astype(dtype),
-            problem.conflicts.indptr.astype(np.int64),
-            problem.conflicts.indices.astype(np.uint32),
-            index_bits,
-            sentinel,
-        )
+        indptr, indices = _padded_neighbours(problem.conflicts.indptr, problem.conflicts.indices)
+        sizes, alignments = problem.sizes.astype(dtype), problem.alignments.astype(dtype)
+        return cls(sizes, alignments, indptr, indices, index_bits, sentinel)
 
     def decode(self, order: np.ndarray, best_fit: bool = False) -> np.ndarray:
         """Offsets of one order."""
@@ -325,9 +385,24 @@ class Decoder:
         peaks = decode_population_into(
             orders, np.ascontiguousarray(prefix, np.int64), np.ascontiguousarray(known, np.int64),
             self.sizes, self.alignments, self.indptr, self.indices,
-            best_fit, self.index_bits, self.sentinel, offsets,
+            best_fit, self.index_bits, self.sentinel, offsets, thread_chunks(len(orders)),
         )  # fmt: skip
         return peaks, offsets
+
+
+def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbour lists, each padded to a multiple of ``NEIGHBOUR_LANES`` with the block ``n``.
+
+    Block ``n`` is the range table's never-placed row. The indices are unsigned.
+    """
+    n, degrees = len(indptr) - 1, np.diff(indptr)
+    padded = -(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES
+    padded_indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(padded, out=padded_indptr[1:])
+    padded_indices = np.full(padded_indptr[-1], n, np.uint32)
+    shift = np.repeat(padded_indptr[:-1] - indptr[:-1], degrees)
+    padded_indices[np.arange(len(indices)) + shift] = indices
+    return padded_indptr, padded_indices
 
 
 def warm_up() -> None:
@@ -336,7 +411,7 @@ def warm_up() -> None:
         one = np.ones(1, dtype)
         decode_population_into(
             np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-            np.zeros(2, np.int64), np.zeros(0, np.uint32), False, 1, sentinel, np.empty((1, 1), np.int64),
+            np.zeros(2, np.int64), np.zeros(0, np.uint32), False, 1, sentinel, np.empty((1, 1), np.int64), 1,
         )  # fmt: skip
 
 
