@@ -66,22 +66,42 @@ def conflict_pairs(problem: Problem) -> set[frozenset[str]]:
     return {frozenset((problem.ids[i], problem.ids[j])) for i, j in zip(a, b, strict=True)}
 
 
+def _placed_neighbours(problem: Problem, offsets: np.ndarray, pairs: set, b: int) -> list[tuple[int, int]]:
+    """Ranges of the blocks already placed (offset >= 0) that conflict with ``b``, by start."""
+    return sorted(
+        (int(offsets[j]), int(offsets[j] + problem.sizes[j]))
+        for j in range(problem.n)
+        if offsets[j] >= 0 and frozenset((problem.ids[b], problem.ids[j])) in pairs
+    )
+
+
 def first_fit_offsets(problem: Problem, order: tuple[int, ...]) -> np.ndarray:
     """Plain-Python first-fit decoding (alignment honoured)."""
     offsets = np.full(problem.n, -1, np.int64)
     pairs = conflict_pairs(problem)
     for b in order:
-        placed = sorted(
-            (offsets[j], offsets[j] + problem.sizes[j])
-            for j in range(problem.n)
-            if offsets[j] >= 0 and frozenset((problem.ids[b], problem.ids[j])) in pairs
-        )
         candidate, align = 0, int(problem.alignments[b])
-        for start, end in placed:
+        for start, end in _placed_neighbours(problem, offsets, pairs, b):
             if start >= candidate + problem.sizes[b]:
                 break
-            candidate = max(candidate, -(-int(end) // align) * align)
+            candidate = max(candidate, -(-end // align) * align)
         offsets[b] = candidate
+    return offsets
+
+
+def best_fit_offsets(problem: Problem, order: tuple[int, ...]) -> np.ndarray:
+    """Plain-Python best-fit decoding: the lowest of the smallest gaps that hold the block, else the top."""
+    offsets = np.full(problem.n, -1, np.int64)
+    pairs = conflict_pairs(problem)
+    for b in order:
+        align, size = int(problem.alignments[b]), int(problem.sizes[b])
+        frontier, gaps = 0, []
+        for start, end in _placed_neighbours(problem, offsets, pairs, b):
+            aligned = -(-frontier // align) * align
+            if start - aligned >= size:
+                gaps.append((start - aligned, aligned))
+            frontier = max(frontier, end)
+        offsets[b] = min(gaps)[1] if gaps else -(-frontier // align) * align
     return offsets
 
 

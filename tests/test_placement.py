@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from gaplanner import build_problem, problem_from_arrays
 from gaplanner.fitness import PopulationFitness
-from gaplanner.placement import SORT_MIN_RANGES, Decoder, _sort_indices, decode
+from gaplanner.placement import NEIGHBOUR_LANES, SORT_MIN_RANGES, Decoder, _sort_indices, decode
 from gaplanner.problem import Problem
-from tests.oracles import address_order, first_fit_offsets
+from tests.oracles import address_order, best_fit_offsets, first_fit_offsets
 from tests.test_properties import SETTINGS, graph_documents, interval_problems
 
 
@@ -28,6 +28,25 @@ def test_first_fit_matches_the_plain_python_decoder(problem, wide, random) -> No
     assert Decoder.for_problem(problem).sizes.dtype == (np.int64 if wide else np.int32)
     order = random.sample(range(problem.n), problem.n)
     assert decode(problem, np.array(order)).tolist() == first_fit_offsets(problem, tuple(order)).tolist()
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=8), st.booleans(), st.randoms(use_true_random=False))
+def test_best_fit_matches_the_plain_python_decoder(problem, wide, random) -> None:
+    problem = widened(problem) if wide else problem
+    order = random.sample(range(problem.n), problem.n)
+    expected = best_fit_offsets(problem, tuple(order))
+    assert decode(problem, np.array(order), best_fit=True).tolist() == expected.tolist()
+
+
+def test_neighbour_lists_are_padded_to_whole_vectors_with_the_never_placed_block() -> None:
+    problem = problem_from_arrays(np.ones(12, np.int64), np.zeros(12, np.int64), np.arange(1, 13))
+    decoder = Decoder.for_problem(problem)  # every block conflicts with the 11 others
+    lists = np.split(decoder.indices, decoder.indptr[1:-1])
+    for b, padded in enumerate(lists):
+        assert len(padded) == -(-11 // NEIGHBOUR_LANES) * NEIGHBOUR_LANES
+        assert sorted(padded[:11].tolist()) == [j for j in range(12) if j != b]
+        assert set(padded[11:].tolist()) <= {problem.n}
 
 
 def deep_stack_problem(seed: int, alignment: int) -> tuple[Problem, np.ndarray]:
