@@ -39,6 +39,16 @@ def test_best_fit_matches_the_plain_python_decoder(problem, wide, random) -> Non
     assert decode(problem, np.array(order), best_fit=True).tolist() == expected.tolist()
 
 
+def test_best_fit_takes_the_smallest_gap_and_first_fit_the_lowest() -> None:
+    # Four blocks alive together; three placed at 0, 3 and 5 leave gaps of 2 and 1 bytes.
+    problem = problem_from_arrays(np.array([1, 1, 5, 1]), np.zeros(4, np.int64), np.ones(4, np.int64))
+    known = (np.array([3]), np.array([[0, 3, 5, 0]]))
+    decoder = Decoder.for_problem(problem)
+    for best_fit, offset in ((False, 1), (True, 4)):
+        _, offsets = decoder.decode_population(np.array([[0, 1, 2, 3]]), best_fit, known)
+        assert offsets[0].tolist() == [0, 3, 5, offset]
+
+
 def test_neighbour_lists_are_padded_to_whole_vectors_with_the_never_placed_block() -> None:
     problem = problem_from_arrays(np.ones(12, np.int64), np.zeros(12, np.int64), np.arange(1, 13))
     decoder = Decoder.for_problem(problem)  # every block conflicts with the 11 others
