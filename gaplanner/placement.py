@@ -58,23 +58,23 @@ def _align_up(x, alignment):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _gather(indices, first, count, placed, starts, ends):
-    """Copy the ranges of the ``count`` neighbours from ``indices[first]`` on, placed or not.
+def _gather(indices, start, count, placed, starts, ends):
+    """Copy the ranges of the ``count`` neighbours from ``indices[start]`` on, placed or not.
 
     A block not placed yet holds the sentinel range, which no sweep hits, so
     first-fit needs no test per edge here: the copy is three loads and two
     stores, and the sweeps run over whole vectors (the lists are padded to
-    ``NEIGHBOUR_LANES``). ``first`` is unsigned, so the index is too: no
+    ``NEIGHBOUR_LANES``). ``start`` is unsigned, so the index is too: no
     negative-index wraparound test per edge.
     """
     for k in range(count):
-        j = indices[first + np.uint64(k)]
+        j = indices[start + np.uint64(k)]
         starts[k] = placed[0, j]
         ends[k] = placed[1, j]
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _gather_placed(indices, first, count, placed, starts, ends):
+def _gather_placed(indices, start, count, placed, starts, ends):
     """Copy the ranges of the placed neighbours only; return their count.
 
     For the paths that sort the ranges (best-fit, a block with many of them),
@@ -83,7 +83,7 @@ def _gather_placed(indices, first, count, placed, starts, ends):
     """
     sentinel, placed_count = placed[0, placed.shape[1] - 1], 0
     for k in range(count):
-        j = indices[first + np.uint64(k)]
+        j = indices[start + np.uint64(k)]
         starts[placed_count] = placed[0, j]
         ends[placed_count] = placed[1, j]
         placed_count += placed[0, j] != sentinel
@@ -235,10 +235,9 @@ def workspace(sizes, indptr):
     """The arrays one thread's decodes write into, reused row after row.
 
     ``placed`` holds the placed blocks' ranges, starts in row 0 and ends in row
-    1 (two rows, so the gather's loads of starts and of ends each stream from
-    one array). Column ``n`` is the never-placed block the neighbour lists are
-    padded with. Allocating these per row, not per thread, cost 15-20 % of a
-    decode of MiniMalloc K.
+    1; column ``n`` is the never-placed block the neighbour lists are padded
+    with. Allocating these per row, not per thread, cost 15-20 % of a decode of
+    MiniMalloc K.
     """
     n = len(sizes)
     width = 1
@@ -250,14 +249,14 @@ def workspace(sizes, indptr):
 
 @nb.njit(cache=True, error_model="numpy")
 def _sorting_offset(
-    size, alignment, indices, first, degree, best_fit, index_bits, placed, starts, ends, scratch
+    size, alignment, indices, start, degree, best_fit, index_bits, placed, starts, ends, scratch
 ):
     """Offset of a block by best-fit, or by first-fit when it has many neighbours.
 
     Both sort the ranges, so they gather the placed neighbours only. Kept out
     of :func:`decode_row`'s loop, which stays small for the common case.
     """
-    count = _gather_placed(indices, first, degree, placed, starts, ends)
+    count = _gather_placed(indices, start, degree, placed, starts, ends)
     if best_fit:
         return _best_fit_offset(size, alignment, starts, ends, count, scratch[0], index_bits)
     if count >= SORT_MIN_RANGES:
@@ -283,14 +282,14 @@ def decode_row(
         peak = max(peak, np.int64(placed[1, b]))
     for p in range(first, len(sizes)):
         b = np.uint32(order[p])  # unsigned block indices: no negative-index wraparound in the gather
-        neighbours = np.uint64(indptr[b])
+        start = np.uint64(indptr[b])  # where b's neighbour list starts in ``indices``
         degree = indptr[b + np.uint32(1)] - indptr[b]
         if not best_fit and degree < SORT_MIN_RANGES:
-            _gather(indices, neighbours, degree, placed, starts, ends)
+            _gather(indices, start, degree, placed, starts, ends)
             offset = _first_fit_offset(sizes[b], alignments[b], starts, ends, degree)
         else:
             offset = _sorting_offset(
-                sizes[b], alignments[b], indices, neighbours, degree, best_fit, index_bits,
+                sizes[b], alignments[b], indices, start, degree, best_fit, index_bits,
                 placed, starts, ends, scratch,
             )  # fmt: skip
         placed[0, b] = offset
@@ -400,8 +399,8 @@ def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndar
     padded_indptr = np.zeros(n + 1, np.int64)
     np.cumsum(padded, out=padded_indptr[1:])
     padded_indices = np.full(padded_indptr[-1], n, np.uint32)
-    shift = np.repeat(padded_indptr[:-1] - indptr[:-1], degrees)
-    padded_indices[np.arange(len(indices)) + shift] = indices
+    for b in range(n):  # a list at a time: no temporary the size of the graph (iopddl_Y: 360 M entries)
+        padded_indices[padded_indptr[b] : padded_indptr[b] + degrees[b]] = indices[indptr[b] : indptr[b + 1]]
     return padded_indptr, padded_indices
 
 
