@@ -30,7 +30,7 @@ class ProgressLine:
     """Best peak and generation on stderr once a run has lasted a second.
 
     On a terminal one line is rewritten 4 times a second; otherwise a line is
-    printed every 5 seconds.
+    printed at the first second, then every 5 seconds.
     """
 
     def __init__(self, lower_bound: int, quiet: bool) -> None:
@@ -41,7 +41,8 @@ class ProgressLine:
 
     def __call__(self, record: GenerationRecord) -> None:
         interval = 0.25 if self.tty else 5.0
-        if self.quiet or record.elapsed < 1.0 or record.elapsed - self.last_shown < interval:
+        too_soon = self.shown and record.elapsed - self.last_shown < interval
+        if self.quiet or record.elapsed < 1.0 or too_soon:
             return
         self.last_shown, self.shown = record.elapsed, True
         ratio = record.best_peak / self.lower_bound if self.lower_bound else 1.0

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gaplanner.cli import main
+from gaplanner.cli import ProgressLine, main
+from gaplanner.ga import GenerationRecord
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -31,6 +32,20 @@ def test_plan_prints_the_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert plan["peak"] == 5120 and plan["lower_bound"] == 5120 and plan["ratio"] == 1.0
     assert [b["offset"] for b in plan["blocks"]] == [0, 2048, 4096, 0, 4096, 0]
     assert {"algorithm", "elapsed_seconds", "optimal"} <= plan.keys()
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_shows_from_the_first_second_then_every_five(capsys, quiet: bool) -> None:
+    progress = ProgressLine(lower_bound=100, quiet=quiet)  # stderr is not a terminal under capsys
+    for generation, elapsed in enumerate([0.5, 1.2, 3.0, 6.0, 6.3, 11.4]):
+        progress(GenerationRecord(generation, 125, 130.0, 10 * generation, elapsed))
+    progress.close()
+    lines = capsys.readouterr().err.splitlines()
+    if quiet:
+        assert lines == []
+    else:
+        assert [line.split()[1] for line in lines] == ["1", "4", "5"]
+        assert "best peak 125 (x1.2500 of the lower bound)" in lines[0]
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv"])
