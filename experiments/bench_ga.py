@@ -29,7 +29,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from experiments.bench_decoder import decodes_per_second
+from experiments.bench_decoder import decode_rates, decodes_per_second
 from experiments.common import benchmarks_root, markdown_table
 from gaplanner import BASELINES, load_problem
 from gaplanner.ga import GASettings, run_ga, warm_up
@@ -140,11 +140,19 @@ def decoder_section(root: Path) -> str:
         orders = np.array([rng.permutation(problem.n) for _ in range(64 if problem.n < 2000 else 2 * cores)])
         numba.set_num_threads(1)
         one = decodes_per_second(decoder, orders, 3.0)
-        one_cpu = decodes_per_second(decoder, orders, 3.0, clock=time.process_time)
+        cpu_rates = decode_rates(decoder, orders, 3.0, clock=time.process_time)
         numba.set_num_threads(cores)
         every = decodes_per_second(decoder, orders, 3.0)
-        rows.append([problem.name, problem.n, f"{one:,.1f}", f"{one_cpu:,.1f}", f"{every:,.1f}"])
-    header = ["input", "blocks", "decodes/s per core", "per core, CPU time", f"decodes/s on {cores} cores"]
+        cpu = f"{statistics.median(cpu_rates):,.1f}", f"{max(cpu_rates):,.1f}"
+        rows.append([problem.name, problem.n, f"{one:,.1f}", *cpu, f"{every:,.1f}"])
+    header = [
+        "input",
+        "blocks",
+        "decodes/s per core",
+        "per core, CPU time",
+        "per core, CPU time, best round",
+        f"decodes/s on {cores} cores",
+    ]
     return markdown_table(header, rows)
 
 
