@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.common import benchmarks_root, markdown_table
+from gaplanner.errors import InputError
 from gaplanner.ga import GASettings
 from gaplanner.solve import ALGORITHMS
 
@@ -152,7 +153,10 @@ def load_config(path: str | Path) -> Config:
         if name == "ga":
             try:
                 GASettings(**params)
-            except (TypeError, ValueError) as exc:
+            except InputError as exc:
+                where = f"algorithms[{k}].{exc.field}" if exc.field else f"algorithms[{k}]"
+                raise ConfigError(f"{where}: {exc.reason}") from None
+            except TypeError as exc:
                 raise ConfigError(f"algorithms[{k}]: {exc}") from None
         algorithms.append(Algorithm(name, str(label), params))
     labels = [a.label for a in algorithms]

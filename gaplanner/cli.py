@@ -76,8 +76,8 @@ def _settings(args: argparse.Namespace) -> GASettings:
             seed=args.seed,
             islands=args.islands,
         )
-    except ValueError as exc:
-        raise InputError(str(exc), "options") from None
+    except InputError as exc:  # name the flag: "--time-limit: must be a positive number of seconds, got nan"
+        raise InputError(exc.reason, f"--{exc.field.replace('_', '-')}" if exc.field else "options") from None
 
 
 def _plan(args: argparse.Namespace) -> int:

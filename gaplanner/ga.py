@@ -28,6 +28,7 @@ import numpy as np
 from deap import base, tools
 
 from gaplanner.baselines import BASELINES
+from gaplanner.errors import InputError
 from gaplanner.fitness import PopulationFitness, Scores, shared_prefix
 from gaplanner.io import load_problem
 from gaplanner.operators import INVERSION, PEAK_MOVE, SWAP, HoleGuide, hole_moves, mutate, ordered_crossover
@@ -61,18 +62,39 @@ class GASettings:
     deduplicate: bool = True
 
     def __post_init__(self) -> None:
-        if self.population < 4:
-            raise ValueError("population must be at least 4")
+        """Refuse settings no search can run with; the error names the field."""
+        for name, least in _AT_LEAST.items():
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise InputError(f"must be at least {least}, got {value}", name)
+        if self.time_limit is not None and not (math.isfinite(self.time_limit) and self.time_limit > 0):
+            raise InputError(f"must be a positive number of seconds, got {self.time_limit}", "time_limit")
         limits = (self.generations, self.time_limit, self.stall_generations, self.max_evaluations)
         if all(limit is None for limit in limits):
-            raise ValueError(
-                "give at least one of generations, time_limit, stall_generations, max_evaluations"
-            )
-        if self.islands < 1 or not 0 <= self.elite < self.population:
-            raise ValueError("need islands >= 1 and 0 <= elite < population")
-        rates = (self.peak_move_rate, self.hole_move_rate)
-        if min(rates) < 0 or sum(rates) > 1:
-            raise ValueError("peak_move_rate and hole_move_rate must be >= 0 and add up to at most 1")
+            raise InputError("give one of generations, time_limit, stall_generations, max_evaluations")
+        if self.elite >= self.population:
+            raise InputError(f"must be below the population ({self.population}), got {self.elite}", "elite")
+        for name in ("crossover_rate", "hole_move_rate", "peak_move_rate"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise InputError(f"must lie in [0, 1], got {getattr(self, name)}", name)
+        if self.peak_move_rate + self.hole_move_rate > 1:
+            raise InputError("peak_move_rate and hole_move_rate must add up to at most 1", "peak_move_rate")
+
+
+#: The least value of each integer setting (``None``, where allowed, means no limit).
+_AT_LEAST = {
+    "population": 4,
+    "generations": 0,
+    "stall_generations": 1,
+    "max_evaluations": 1,
+    "seed": 0,
+    "islands": 1,
+    "migration_interval": 1,
+    "migrants": 0,
+    "elite": 0,
+    "tournament": 1,
+    "local_search": 0,
+}
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,12 @@ The result carries the same convergence trace as the GA
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
+from gaplanner.errors import InputError
 from gaplanner.placement import Decoder
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
@@ -45,11 +47,13 @@ def random_search(
     The same ``seed`` gives the same plan and the same trace of peaks.
     """
     if evaluations is None and time_limit is None:
-        raise ValueError("give evaluations or time_limit")
+        raise InputError("give evaluations or time_limit")
     if evaluations is not None and evaluations < 1:
-        raise ValueError("evaluations must be at least 1")
+        raise InputError(f"must be at least 1, got {evaluations}", "evaluations")
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"must be a positive number of seconds, got {time_limit}", "time_limit")
     if batch < 1:
-        raise ValueError("batch must be at least 1")
+        raise InputError(f"must be at least 1, got {batch}", "batch")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     decoder = Decoder.for_problem(problem)

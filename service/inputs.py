@@ -157,8 +157,8 @@ def _options(kind: str, options: dict[str, Any], settings: ServiceSettings) -> d
             raise ApiError(422, f"at most {settings.max_job_workers}", "options.workers")
     try:
         ga_settings(options)
-    except ValueError as exc:
-        raise ApiError(422, str(exc), "options") from None
+    except InputError as exc:
+        raise ApiError(422, exc.reason, f"options.{exc.field}" if exc.field else "options") from None
     return options
 
 

@@ -159,6 +159,30 @@ def test_bad_input_is_one_clear_line(capsys, tmp_path: Path, case: str) -> None:
     assert expected in err
 
 
+BAD_OPTIONS = {
+    "nan_time_limit": (
+        ["--time-limit", "nan"],
+        "--time-limit: must be a positive number of seconds, got nan",
+    ),
+    "infinite_time_limit": (["--time-limit", "inf"], "--time-limit: must be a positive number of seconds"),
+    "negative_time_limit": (["--time-limit", "-1"], "--time-limit: must be a positive number of seconds"),
+    "negative_generations": (["--generations", "-3"], "--generations: must be at least 0, got -3"),
+    "negative_seed": (["--seed", "-1"], "--seed: must be at least 0, got -1"),
+    "small_population": (["--population", "2"], "--population: must be at least 4, got 2"),
+    "no_islands": (["--islands", "0"], "--islands: must be at least 1, got 0"),
+    "no_stall": (["--stall-generations", "0"], "--stall-generations: must be at least 1, got 0"),
+}
+
+
+@pytest.mark.parametrize("command", ["plan", "compare"])
+@pytest.mark.parametrize("case", sorted(BAD_OPTIONS))
+def test_bad_search_options_are_one_line_naming_the_flag(capsys, command: str, case: str) -> None:
+    flags, expected = BAD_OPTIONS[case]
+    code, out, err = run(capsys, command, "example:seed000_queue", *flags)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and expected in err
+
+
 def test_missing_file_and_unknown_example(capsys) -> None:
     code, _, err = run(capsys, "plan", "/nonexistent/graph.json")
     assert code == 2 and "no such file" in err

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gaplanner import BASELINES, find_violation, load_problem, operators, problem_from_arrays
+from gaplanner.errors import InputError
 from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address
 from gaplanner.ga import GASettings, _next_generation_overruns, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
@@ -123,12 +124,29 @@ def test_stall_limit() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad",
-    [dict(population=2), dict(generations=None, time_limit=None, stall_generations=None), dict(elite=99)],
+    ("bad", "field"),
+    [
+        (dict(population=2), "population"),
+        (dict(generations=None, time_limit=None, stall_generations=None), None),
+        (dict(elite=99), "elite"),
+        (dict(time_limit=float("nan")), "time_limit"),
+        (dict(time_limit=float("inf")), "time_limit"),
+        (dict(time_limit=0), "time_limit"),
+        (dict(generations=-1), "generations"),
+        (dict(stall_generations=0), "stall_generations"),
+        (dict(max_evaluations=0), "max_evaluations"),
+        (dict(seed=-1), "seed"),
+        (dict(migration_interval=0), "migration_interval"),
+        (dict(tournament=0), "tournament"),
+        (dict(crossover_rate=1.5), "crossover_rate"),
+        (dict(hole_move_rate=float("nan")), "hole_move_rate"),
+        (dict(hole_move_rate=0.6, peak_move_rate=0.6), "peak_move_rate"),
+    ],
 )
-def test_bad_settings_are_refused(bad: dict) -> None:
-    with pytest.raises(ValueError):
+def test_bad_settings_are_refused_naming_the_field(bad: dict, field: str | None) -> None:
+    with pytest.raises(InputError) as refused:
         GASettings(**bad)
+    assert refused.value.field == field
 
 
 @settings(max_examples=40, deadline=None)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gaplanner import find_violation, load_problem, problem_from_arrays
+from gaplanner.errors import InputError
 from gaplanner.placement import decode
 from gaplanner.random_search import random_orders, random_search
 from tests.oracles import brute_force_peaks
@@ -86,7 +87,17 @@ def test_split_zoo_graph_plans_verify() -> None:
     assert plan.peak >= problem.lower_bound
 
 
-@pytest.mark.parametrize("bad", [dict(evaluations=None), dict(evaluations=0), dict(evaluations=10, batch=0)])
-def test_bad_budgets_are_refused(bad: dict) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (dict(evaluations=None), None),
+        (dict(evaluations=0), "evaluations"),
+        (dict(evaluations=10, batch=0), "batch"),
+        (dict(evaluations=None, time_limit=float("nan")), "time_limit"),
+        (dict(evaluations=None, time_limit=-1.0), "time_limit"),
+    ],
+)
+def test_bad_budgets_are_refused_naming_the_field(bad: dict, field: str | None) -> None:
+    with pytest.raises(InputError) as refused:
         random_search(random_problem(0, 5), **bad)
+    assert refused.value.field == field

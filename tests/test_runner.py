@@ -159,7 +159,7 @@ def test_config_errors_name_the_key(tmp_path: Path, capsys: pytest.CaptureFixtur
     bad = {
         'inputs = ["zoo:resnet50"]\n[[algorithms]]\nname = "magic"\n': "algorithms[0].name",
         'inputs = ["zoo:resnet50"]\n[[algorithms]]\nname = "first-fit"\nseed = 3\n': "takes no seed",
-        'inputs = ["zoo:resnet50"]\n[[algorithms]]\nname = "ga"\npopulation = 2\n': "population must be",
+        'inputs = ["zoo:resnet50"]\n[[algorithms]]\nname = "ga"\npopulation = 2\n': "[0].population: must be",
         'inputs = []\n[[algorithms]]\nname = "ga"\n': "inputs: expected a non-empty list",
         "inputs = [": "grid.toml",
     }
