@@ -125,6 +125,28 @@ def build_problem(doc: Document, name: str | None = None) -> Problem:
     return _from_graph(doc, label) if doc.is_graph else _from_buffers(doc, label)
 
 
+def _whole_numbers(values: np.ndarray, column: str) -> np.ndarray:
+    """``values`` (one column of the buffers) as int64, refusing what a cast would change.
+
+    A cast would truncate 1.5 to 1 and wrap integers beyond int64: a silent
+    guess at what the caller meant.
+    """
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise InputError(f"expected a 1-D array, got shape {array.shape}", f"buffers.{column}")
+    if array.dtype.kind == "f":
+        changed = ~np.isfinite(array) | (array != np.trunc(array)) | (np.abs(array) > MAX_INTEGER)
+    elif array.dtype.kind in "iu":
+        changed = (array > MAX_INTEGER) | (array < -MAX_INTEGER)
+    else:
+        raise InputError(f"expected integers, got {array.dtype}", f"buffers.{column}")
+    if (bad := np.flatnonzero(changed)).size:
+        raise InputError(
+            f"must be a whole number within ±2**53, got {array[bad[0]]}", f"buffers[{bad[0]}].{column}"
+        )
+    return array.astype(np.int64)
+
+
 def problem_from_arrays(
     sizes: np.ndarray,
     lower: np.ndarray,
@@ -135,9 +157,11 @@ def problem_from_arrays(
     name: str = "problem",
 ) -> Problem:
     """An interval problem straight from arrays (CSV readers, tests, generators)."""
-    sizes = np.asarray(sizes, np.int64)
-    lower = np.asarray(lower, np.int64)
-    upper = np.asarray(upper, np.int64)
+    sizes, lower, upper = (
+        _whole_numbers(a, column) for a, column in ((sizes, "size"), (lower, "lower"), (upper, "upper"))
+    )
+    if isinstance(alignment, bool) or not isinstance(alignment, int | np.integer) or alignment < 1:
+        raise InputError(f"must be a positive integer, got {alignment!r}", "alignment")
     if len(sizes) == 0:
         raise InputError("no blocks", "buffers")
     if not (len(sizes) == len(lower) == len(upper)):

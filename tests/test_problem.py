@@ -1,0 +1,40 @@
+"""Problems from arrays: what a cast would change is refused with the field named, not guessed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaplanner import InputError, problem_from_arrays
+
+LOWER, UPPER = [0, 1], [2, 3]
+
+
+def test_whole_floats_and_unsigned_integers_are_taken_as_they_are() -> None:
+    from_floats = problem_from_arrays(np.array([4.0, 8.0]), LOWER, UPPER)
+    from_unsigned = problem_from_arrays(np.array([4, 8], np.uint64), LOWER, UPPER, alignment=np.int64(4))
+    assert from_floats.sizes.tolist() == from_unsigned.sizes.tolist() == [4, 8]
+    assert from_unsigned.alignments.tolist() == [4, 4] and from_floats.lower_bound == 12
+
+
+@pytest.mark.parametrize(
+    ("sizes", "lower", "upper", "alignment", "field"),
+    [
+        ([1.5, 2], LOWER, UPPER, 1, "buffers[0].size"),
+        ([1, 2], LOWER, [2, float("nan")], 1, "buffers[1].upper"),
+        ([1, 2], [0, float("-inf")], UPPER, 1, "buffers[1].lower"),
+        ([1, 2], LOWER, [2, 2**60], 1, "buffers[1].upper"),
+        (["a", "b"], LOWER, UPPER, 1, "buffers.size"),
+        ([[1, 2]], LOWER, UPPER, 1, "buffers.size"),
+        ([1, 2], LOWER, UPPER, 0, "alignment"),
+        ([1, 2], LOWER, UPPER, 2.0, "alignment"),
+        ([1, -2], LOWER, UPPER, 1, "buffers[1].size"),
+        ([1, 2], [0, 3], UPPER, 1, "buffers[1].upper"),
+        ([1], LOWER, UPPER, 1, "buffers"),
+        ([], [], [], 1, "buffers"),
+    ],
+)
+def test_bad_arrays_are_refused_naming_the_field(sizes, lower, upper, alignment, field: str) -> None:
+    with pytest.raises(InputError) as refused:
+        problem_from_arrays(np.array(sizes), np.array(lower), np.array(upper), alignment=alignment)
+    assert refused.value.field == field
