@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gaplanner import BASELINES, find_violation, load_problem, operators, problem_from_arrays
 from gaplanner.errors import InputError
 from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address
-from gaplanner.ga import GASettings, _next_generation_overruns, run_ga
+from gaplanner.ga import GASettings, _next_generation_overruns, most_scored_per_generation, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
 from gaplanner.solve import compare, solve
@@ -95,6 +95,9 @@ def test_trace_is_a_convergence_curve() -> None:
     assert all(r["mean_peak"] >= r["best_peak"] for r in trace)
     evaluations = [r["evaluations"] for r in trace]
     assert evaluations == sorted(evaluations) and evaluations[0] == QUICK.population * QUICK.islands
+    # The first generation's time is estimated from this bound (migrants are scored on arrival).
+    bound = QUICK.islands * (most_scored_per_generation(QUICK) + QUICK.migrants)
+    assert max(np.diff(evaluations)) <= bound
     assert best[-1] == plan.peak
 
 
