@@ -296,6 +296,11 @@ def _restore_island(
     return island
 
 
+def _overruns(deadline: float | None, generation_seconds: float) -> bool:
+    """True when a generation as long as the last one would end past ``deadline`` (as in run_ga)."""
+    return deadline is not None and time.perf_counter() + generation_seconds >= deadline
+
+
 class IslandWorker:
     """A Ray actor evolving some islands of one search (``indices``)."""
 
@@ -322,6 +327,7 @@ class IslandWorker:
                 self.islands[k] = _restore_island(problem, settings, k, seeds, state)
                 self.generation[k] = state.generation
         self.stopped_phase = -1
+        self.generation_seconds = 0.0  # the last generation's: one that would end past the deadline waits
         self._lock = threading.Lock()
 
     def pid(self) -> int:
@@ -362,12 +368,14 @@ class IslandWorker:
             if steps == 0:
                 records = {k: [self._record(k, started)] for k in self.islands}
             for _ in range(steps):
-                if self.stopped_phase >= phase or (deadline is not None and time.perf_counter() >= deadline):
+                if self.stopped_phase >= phase or _overruns(deadline, self.generation_seconds):
                     break
+                step_started = time.perf_counter()
                 for k, island in self.islands.items():
                     island.step()
                     self.generation[k] += 1
                     records[k].append(self._record(k, started))
+                self.generation_seconds = time.perf_counter() - step_started
                 if min(island.best_peak for island in self.islands.values()) <= self.lower_bound:
                     break
             return {k: self._report(k, records[k], emigrants) for k in self.islands}

@@ -23,8 +23,8 @@ psutil = pytest.importorskip("psutil")
 
 from gaplanner import find_violation, problem_from_arrays  # noqa: E402
 from gaplanner.cli import main  # noqa: E402
-from gaplanner.distributed import local_ray, run_islands  # noqa: E402
-from gaplanner.ga import GASettings, run_ga  # noqa: E402
+from gaplanner.distributed import IslandWorker, local_ray, run_islands  # noqa: E402
+from gaplanner.ga import GASettings, heuristic_orders, run_ga  # noqa: E402
 from gaplanner.solve import solve  # noqa: E402
 
 SETTINGS = GASettings(
@@ -140,6 +140,15 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
     plan = run_islands(problem, endless, workers=2, should_stop=lambda: len(calls) > 3 or calls.append(1))
     assert plan.details["stop_reason"] == "stopped by request"
     assert find_violation(problem, plan.offsets) is None
+
+
+def test_a_worker_does_not_start_a_generation_that_would_end_past_its_deadline(problem) -> None:
+    settings = GASettings(population=8, generations=None, time_limit=30.0, stall_generations=None, islands=1)
+    worker = IslandWorker(problem, settings, [0], heuristic_orders(problem), {})  # the class, not an actor
+    worker.generation_seconds = 10.0  # as if the last generation took 10 s
+    assert worker.evolve(phase=0, steps=3, seconds_left=5.0, emigrants=0)[0].records == []
+    assert len(worker.evolve(phase=1, steps=3, seconds_left=30.0, emigrants=0)[0].records) == 3
+    assert 0 < worker.generation_seconds < 10.0  # measured again
 
 
 def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_path) -> None:
