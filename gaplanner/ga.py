@@ -2,9 +2,10 @@
 
 An individual is an allocation order, decoded by first-fit placement and then
 re-sorted by the start addresses it was given. A generation keeps the elite,
-fills the rest with children of tournament-selected parents (ordered
-crossover, then swap / insertion / inversion / peak-block mutations) and scores
-the whole population in one vectorized call (:mod:`gaplanner.fitness`).
+fills the rest with children of tournament-selected parents (an ordered
+crossover keeping a prefix of one parent, then swap / insertion / inversion /
+peak-block / hole mutations) and scores the whole population in one
+vectorized call (:mod:`gaplanner.fitness`).
 
 The loop follows DEAP's ``algorithms.eaSimple`` shape with a per-run
 ``deap.base.Toolbox`` and ``deap.tools.Logbook``. No ``deap.creator`` classes
@@ -54,6 +55,7 @@ class GASettings:
     elite: int = 2
     tournament: int = 3
     crossover_rate: float = 0.7
+    prefix_crossover: bool = True  # keep a prefix of the first parent, not a slice (see ordered_crossover)
     hole_move_rate: float = 0.25
     peak_move_rate: float = 0.25
     use_contiguity: bool = True
@@ -155,7 +157,9 @@ class Island:
         self.toolbox = base.Toolbox()
         self.toolbox.register("evaluate", self.fitness)
         self.toolbox.register("select", self._tournament)
-        self.toolbox.register("mate", ordered_crossover, rng=self.rng)
+        self.toolbox.register(
+            "mate", ordered_crossover, rng=self.rng, keep_prefix=self.settings.prefix_crossover
+        )
         self.toolbox.register("mutate", self._mutate)
         self.population, self.scores = self.toolbox.evaluate(self.population)
 

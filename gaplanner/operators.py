@@ -42,10 +42,26 @@ def _crossover_all(parents, pairs, cuts, children):
         )
 
 
-def ordered_crossover(parents: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One child per row of ``pairs`` (indices into ``parents``), with random cut points."""
+def ordered_crossover(
+    parents: np.ndarray, pairs: np.ndarray, rng: np.random.Generator, keep_prefix: bool = True
+) -> np.ndarray:
+    """One child per row of ``pairs`` (indices into ``parents``): a part of the first parent kept in
+    place, the other blocks in the second parent's order.
+
+    ``keep_prefix``: the part kept is a random prefix, ``first[:b]`` (one cut);
+    otherwise a random slice ``first[a:b]`` (two cuts). A parent's order is
+    sorted by address, so its prefix is the bottom of its memory: the child
+    keeps those blocks where they were, and decoding it starts at ``b`` from
+    the parent's offsets. Side by side at 5 s on MiniMalloc A, E, I, J and K
+    (seeds 2-5), the prefix gave a geometric mean of 1.098 against 1.119 for the
+    slice, better in 16 runs of 20 (README, "Genetic search").
+    """
     n = parents.shape[1]
-    cuts = np.sort(rng.integers(0, n + 1, size=(len(pairs), 2)), axis=1)
+    if keep_prefix:
+        cuts = np.zeros((len(pairs), 2), np.int64)
+        cuts[:, 1] = rng.integers(0, n + 1, size=len(pairs))
+    else:
+        cuts = np.sort(rng.integers(0, n + 1, size=(len(pairs), 2)), axis=1)
     children = np.empty((len(pairs), n), np.int64)
     _crossover_all(parents, pairs, cuts, children)
     return children

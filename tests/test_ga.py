@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gaplanner import BASELINES, find_violation, load_problem, operators, problem_from_arrays
 from gaplanner.errors import InputError
-from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address
+from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address, shared_prefix
 from gaplanner.ga import GASettings, _next_generation_overruns, most_scored_per_generation, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
@@ -158,8 +158,9 @@ def test_operators_keep_permutations(n: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     parents = np.array([rng.permutation(n) for _ in range(4)])
     pairs = rng.integers(0, 4, size=(6, 2))
-    for child in ordered_crossover(parents, pairs, rng):
-        assert sorted(child) == list(range(n))
+    for keep_prefix in (True, False):
+        for child in ordered_crossover(parents, pairs, rng, keep_prefix):
+            assert sorted(child) == list(range(n))
     orders = np.array([rng.permutation(n) for _ in MUTATIONS])
     critical = rng.random((len(MUTATIONS), n)) < 0.3
     mutate(orders, np.arange(len(MUTATIONS)), np.array(list(MUTATIONS.values())), critical, rng)
@@ -208,6 +209,25 @@ def test_ordered_crossover_keeps_a_slice_and_the_other_parents_order() -> None:
     child = np.empty((1, 10), np.int64)
     _crossover_all(parents, np.array([[0, 1]]), np.array([[3, 6]]), child)
     assert child[0].tolist() == [9, 8, 7, 3, 4, 5, 6, 2, 1, 0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 2**32 - 1))
+def test_prefix_crossover_keeps_a_prefix_of_the_first_parent_and_the_second_ones_order(
+    n: int, seed: int
+) -> None:
+    """Past the part it shares with its first parent, a child is the second parent's order of the
+    other blocks."""
+    rng = np.random.default_rng(seed)
+    parents = np.array([rng.permutation(n) for _ in range(3)])
+    pairs = rng.integers(0, 3, size=(30, 2))
+    children = ordered_crossover(parents, pairs, rng)
+    kept = shared_prefix(children, parents[pairs[:, 0]])
+    for child, (first, second), b in zip(children, pairs, kept, strict=True):
+        rest = [g for g in parents[second] if g not in set(parents[first][:b])]
+        assert child[b:].tolist() == rest
+    if n >= 10:  # the cuts are uniform over 0..n: thirty children do not all keep one length
+        assert kept.max() > kept.min()
 
 
 def test_peak_move_moves_a_critical_block_earlier() -> None:
