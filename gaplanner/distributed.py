@@ -47,9 +47,11 @@ import numpy as np
 
 from gaplanner.fitness import Scores
 from gaplanner.ga import (
+    GENERATION,
     GASettings,
     GenerationRecord,
     Island,
+    Pacing,
     ProgressCallback,
     StopCheck,
     Termination,
@@ -296,11 +298,6 @@ def _restore_island(
     return island
 
 
-def _overruns(deadline: float | None, generation_seconds: float) -> bool:
-    """True when a generation as long as the last one would end past ``deadline`` (as in run_ga)."""
-    return deadline is not None and time.perf_counter() + generation_seconds >= deadline
-
-
 class IslandWorker:
     """A Ray actor evolving some islands of one search (``indices``)."""
 
@@ -327,7 +324,7 @@ class IslandWorker:
                 self.islands[k] = _restore_island(problem, settings, k, seeds, state)
                 self.generation[k] = state.generation
         self.stopped_phase = -1
-        self.generation_seconds = 0.0  # the last generation's: one that would end past the deadline waits
+        self.pacing = Pacing(0.0, 0.0, settings.local_search > 0)  # the last steps' times, as in run_ga
         self._lock = threading.Lock()
 
     def pid(self) -> int:
@@ -368,14 +365,15 @@ class IslandWorker:
             if steps == 0:
                 records = {k: [self._record(k, started)] for k in self.islands}
             for _ in range(steps):
-                if self.stopped_phase >= phase or _overruns(deadline, self.generation_seconds):
+                step = self.pacing.next_step(None if deadline is None else deadline - time.perf_counter())
+                if self.stopped_phase >= phase or step is None:
                     break
                 step_started = time.perf_counter()
                 for k, island in self.islands.items():
-                    island.step()
+                    island.step() if step == GENERATION else island.polish()
                     self.generation[k] += 1
                     records[k].append(self._record(k, started))
-                self.generation_seconds = time.perf_counter() - step_started
+                self.pacing.measured(step, time.perf_counter() - step_started)
                 if min(island.best_peak for island in self.islands.values()) <= self.lower_bound:
                     break
             return {k: self._report(k, records[k], emigrants) for k in self.islands}

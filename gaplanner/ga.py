@@ -216,6 +216,10 @@ class Island:
         if s.local_search:
             self._improve_best(s.local_search)
 
+    def polish(self) -> None:
+        """A generation of the memetic step alone: what still fits when a full one would not."""
+        self._improve_best(self.settings.local_search)
+
     def _known_prefixes(self, children: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per child, the length of the leading part it shares with the closer parent, and its offsets."""
         first = shared_prefix(children, self.population[parents[:, 0]])
@@ -423,16 +427,49 @@ def _first_generation_seconds(settings: GASettings, building_seconds: float) -> 
     return building_seconds * most_scored_per_generation(settings) / settings.population
 
 
-def _next_generation_overruns(settings: GASettings, started: float, generation_seconds: float) -> bool:
-    """True when a generation as long as the last one would end past the time limit.
+GENERATION, POLISH = "generation", "polish"
 
-    On the largest inputs a generation takes seconds (iopddl_Y: about 20 s, after
-    29 s of seeding baselines): checking the clock only after it ends overran a
-    60 s limit by 9-14 s.
+
+@dataclass
+class Pacing:
+    """Which step still fits the time left: a generation, the memetic step alone, or none.
+
+    A step as long as the last one of its kind (at first, an estimate) that
+    would end past the time limit is not started. On the largest inputs a
+    generation takes seconds (iopddl_Y: about 20 s, after 29 s of seeding
+    baselines): checking the clock only after it ended overran a 60 s limit by
+    9-14 s, and not starting it left a quarter of the budget unused. So once a
+    generation no longer fits, the search *polishes*: each island runs its
+    memetic step alone (a few hole moves from its best individuals, decoded from
+    where they depart from them) as long as one fits.
     """
-    if settings.time_limit is None:
-        return False
-    return time.perf_counter() - started + generation_seconds > settings.time_limit
+
+    generation_seconds: float
+    polish_seconds: float
+    may_polish: bool
+
+    @classmethod
+    def for_search(cls, settings: GASettings, generation_seconds: float) -> Pacing:
+        """Estimate the memetic step as the share of a generation's scoring it does."""
+        share = settings.local_search / most_scored_per_generation(settings)
+        return cls(generation_seconds, generation_seconds * share, settings.local_search > 0)
+
+    def next_step(self, seconds_left: float | None) -> str | None:
+        if seconds_left is None or self.generation_seconds <= seconds_left:
+            return GENERATION
+        if self.may_polish and self.polish_seconds <= seconds_left:
+            return POLISH
+        return None
+
+    def measured(self, step: str, seconds: float) -> None:
+        if step == GENERATION:
+            self.generation_seconds = seconds
+        else:
+            self.polish_seconds = seconds
+
+
+def _seconds_left(settings: GASettings, started: float) -> float | None:
+    return None if settings.time_limit is None else settings.time_limit - (time.perf_counter() - started)
 
 
 def run_ga(
@@ -462,21 +499,23 @@ def run_ga(
     logbook = tools.Logbook()
     building = time.perf_counter()
     islands = make_islands(problem, settings, heuristic_orders(problem, list(plans.values())))
-    generation, generation_seconds = 0, _first_generation_seconds(settings, time.perf_counter() - building)
+    pacing = Pacing.for_search(settings, _first_generation_seconds(settings, time.perf_counter() - building))
+    generation = 0
     while True:
         record = _record(islands, generation, started)
         logbook.record(**asdict(record))
         if on_progress is not None:
             on_progress(record)
         stop_reason = termination.reason(generation, record.best_peak, record.evaluations)
-        if stop_reason is None and _next_generation_overruns(settings, started, generation_seconds):
+        step = pacing.next_step(_seconds_left(settings, started))
+        if stop_reason is None and step is None:
             stop_reason = "time limit"
         if stop_reason is not None:
             break
         step_started = time.perf_counter()
         for island in islands:
-            island.step()
-        generation_seconds = time.perf_counter() - step_started
+            island.step() if step == GENERATION else island.polish()
+        pacing.measured(step, time.perf_counter() - step_started)
         generation += 1
         if generation % settings.migration_interval == 0:
             migrate(islands, settings.migrants)

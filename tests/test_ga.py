@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gaplanner import BASELINES, find_violation, load_problem, operators, problem_from_arrays
 from gaplanner.errors import InputError
 from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address, shared_prefix
-from gaplanner.ga import GASettings, _next_generation_overruns, most_scored_per_generation, run_ga
+from gaplanner.ga import GENERATION, POLISH, GASettings, Pacing, most_scored_per_generation, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
 from gaplanner.solve import compare, solve
@@ -294,9 +294,27 @@ def test_solve_and_compare() -> None:
         solve(problem, "magic")
 
 
-def test_a_generation_that_would_end_past_the_time_limit_is_not_started() -> None:
-    limited = GASettings(time_limit=10.0)
-    five_seconds_in = time.perf_counter() - 5.0
-    assert _next_generation_overruns(limited, five_seconds_in, generation_seconds=6.0)
-    assert not _next_generation_overruns(limited, five_seconds_in, generation_seconds=1.0)
-    assert not _next_generation_overruns(replace(limited, time_limit=None), five_seconds_in, 6.0)
+def test_pacing_starts_only_a_step_that_fits_the_time_left() -> None:
+    pacing = Pacing.for_search(GASettings(), generation_seconds=6.0)
+    assert pacing.polish_seconds == pytest.approx(6.0 * 2 / most_scored_per_generation(GASettings()))
+    assert pacing.next_step(None) == pacing.next_step(7.0) == GENERATION
+    assert pacing.next_step(5.0) == POLISH  # a generation would end past the limit, a memetic step not
+    assert pacing.next_step(0.1) is None
+    pacing.measured(POLISH, 0.05)
+    assert pacing.next_step(0.1) == POLISH
+    assert Pacing.for_search(GASettings(local_search=0), 6.0).next_step(5.0) is None
+
+
+def test_a_search_whose_generations_no_longer_fit_polishes_until_the_limit(monkeypatch) -> None:
+    problem = load_problem("zoo:densenet121@4")  # 1.10 after 10 s of search: no bound reached here
+    monkeypatch.setattr(Pacing, "for_search", classmethod(lambda cls, settings, seconds: cls(1e9, 0.0, True)))
+    settings = replace(QUICK, generations=None, stall_generations=None, time_limit=2.0, islands=1)
+    started = time.perf_counter()
+    plan = run_ga(problem, settings)
+    trace = plan.details["trace"]
+    assert plan.details["stop_reason"] == "time limit" and time.perf_counter() - started < 10.0
+    assert plan.details["generations"] == len(trace) - 1 > 2
+    steps = np.diff([r["evaluations"] for r in trace])
+    assert set(steps) == {QUICK.local_search}  # memetic steps only: a generation scores 14 children or more
+    assert trace[-1]["best_peak"] == plan.peak <= trace[0]["best_peak"]
+    assert find_violation(problem, plan.offsets) is None

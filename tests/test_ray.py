@@ -6,6 +6,7 @@ One local Ray (2 CPUs) for the whole module, started the way the library starts 
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ psutil = pytest.importorskip("psutil")
 from gaplanner import find_violation, problem_from_arrays  # noqa: E402
 from gaplanner.cli import main  # noqa: E402
 from gaplanner.distributed import IslandWorker, local_ray, run_islands  # noqa: E402
-from gaplanner.ga import GASettings, heuristic_orders, run_ga  # noqa: E402
+from gaplanner.ga import GASettings, Pacing, heuristic_orders, run_ga  # noqa: E402
 from gaplanner.solve import solve  # noqa: E402
 
 SETTINGS = GASettings(
@@ -145,10 +146,15 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
 def test_a_worker_does_not_start_a_generation_that_would_end_past_its_deadline(problem) -> None:
     settings = GASettings(population=8, generations=None, time_limit=30.0, stall_generations=None, islands=1)
     worker = IslandWorker(problem, settings, [0], heuristic_orders(problem), {})  # the class, not an actor
-    worker.generation_seconds = 10.0  # as if the last generation took 10 s
+    worker.pacing = Pacing(10.0, 10.0, True)  # as if the last generation and memetic step took 10 s
     assert worker.evolve(phase=0, steps=3, seconds_left=5.0, emigrants=0)[0].records == []
     assert len(worker.evolve(phase=1, steps=3, seconds_left=30.0, emigrants=0)[0].records) == 3
-    assert 0 < worker.generation_seconds < 10.0  # measured again
+    assert 0 < worker.pacing.generation_seconds < 10.0  # measured again
+    worker.pacing = Pacing(10.0, 0.0, True)  # a generation does not fit, the memetic step does
+    records = worker.evolve(phase=2, steps=3, seconds_left=5.0, emigrants=0)[0].records
+    steps = [b[3] - a[3] for a, b in itertools.pairwise(records)]  # evaluations between records
+    assert len(records) == 3 and steps == [settings.local_search] * 2
+    assert 0 < worker.pacing.polish_seconds < 5.0  # measured
 
 
 def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_path) -> None:
