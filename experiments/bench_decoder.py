@@ -14,6 +14,11 @@ the decoder's own rate per core; the wall-clock rate is what a user saw then.
 Its best round is given as well: as with ``timeit``, the fastest round is the
 one the machine's other guests disturbed least (the speed of this shared
 machine moves by 30 % within an hour).
+
+With the ``compare`` extra installed, omnimalloc's C++ first-fit placer (the
+GA issue's reference, one call per order from Python) is timed too, its rounds
+taking turns with the numba decoder's on one thread; the ratio of the two in
+the same rounds is the figure this machine's speed does not move.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numba
 import numpy as np
 
 from experiments.common import benchmarks_root, markdown_table
+from experiments.comparators import omnimalloc_first_fit
 from gaplanner import Problem, load_problem
 from gaplanner.placement import Decoder
 
@@ -36,15 +42,25 @@ ROUNDS = 5
 INPUTS = ["minimalloc/K.1048576.csv", "minimalloc/J.1048576.csv", "large/somas_tensors_pangu_2.6B.csv"]
 
 
+def random_orders(problem: Problem, seed: int = 0) -> np.ndarray:
+    """Random orders to time: 64, or two per core on a large input (a decode takes a second there)."""
+    rng = np.random.default_rng(seed)
+    count = 64 if problem.n < 2000 else 2 * numba.config.NUMBA_NUM_THREADS
+    return np.array([rng.permutation(problem.n) for _ in range(count)])
+
+
 def decode_rates(
-    decoder: Decoder,
+    decoder: Decoder | None,
     orders: np.ndarray,
     seconds: float,
     decode: Callable | None = None,
     clock: Callable[[], float] = time.perf_counter,
     rounds: int = ROUNDS,
 ) -> list[float]:
-    """Decodes per second in each of ``rounds`` rounds of ``seconds / rounds``."""
+    """Decodes per second in each of ``rounds`` rounds of ``seconds / rounds``.
+
+    ``decode``: a population decode other than ``decoder``'s.
+    """
     decode = decode or decoder.decode_population
     rates = []
     for _ in range(rounds):
@@ -103,6 +119,64 @@ def numpy_first_fit(problem: Problem) -> Callable[[np.ndarray], np.ndarray]:
     return decode
 
 
+#: Columns of :func:`rate_cells`, after the input's name, size and kind of orders.
+RATE_HEADER = [
+    "numpy decodes/s",
+    "numba decodes/s 1 core",
+    "1 core, per CPU-second",
+    "1 core, per CPU-second, best round",
+    "C++ first-fit (omnimalloc), per CPU-second",
+    "numba / C++, same rounds",
+    f"numba {numba.config.NUMBA_NUM_THREADS} cores",
+]
+
+
+def paired_cpu_rates(
+    decodes: dict[str, Callable[[np.ndarray], object]],
+    orders: np.ndarray,
+    seconds: float,
+    rounds: int = ROUNDS,
+) -> dict[str, list[float]]:
+    """Decodes per CPU second of each decoder in ``rounds`` rounds, taking turns round by round.
+
+    The ``i``-th rounds of all of them fall in the same stretch of the shared
+    machine's speed, so the ratio within a round moves far less than the rates.
+    """
+    rates: dict[str, list[float]] = {name: [] for name in decodes}
+    for _ in range(rounds):
+        for name, decode in decodes.items():
+            rates[name] += decode_rates(None, orders, seconds / rounds, decode, time.process_time, rounds=1)
+    return rates
+
+
+def rate_cells(
+    decoder: Decoder,
+    orders: np.ndarray,
+    seconds: float,
+    numpy_decode: Callable | None = None,
+    reference: Callable | None = None,
+) -> list[str]:
+    """One row's figures (:data:`RATE_HEADER`); ``-`` where a decoder is missing."""
+
+    def rate(value: float) -> str:
+        return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+
+    cores = numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(1)
+    one = decodes_per_second(decoder, orders, seconds)
+    contenders = {"numba": decoder.decode_population} | ({"C++": reference} if reference else {})
+    cpu = paired_cpu_rates(contenders, orders, seconds)
+    numba.set_num_threads(cores)
+    every = decodes_per_second(decoder, orders, seconds)
+    plain = rate(decodes_per_second(decoder, orders, seconds, numpy_decode)) if numpy_decode else "-"
+    cpp, ratio = "-", "-"
+    if reference:
+        cpp = rate(statistics.median(cpu["C++"]))
+        ratio = f"{statistics.median(np.divide(cpu['numba'], cpu['C++'])):.2f}x"
+    cpu_median, cpu_best = rate(statistics.median(cpu["numba"])), rate(max(cpu["numba"]))
+    return [plain, rate(one), cpu_median, cpu_best, cpp, ratio, rate(every)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -115,41 +189,23 @@ def main(argv: list[str] | None = None) -> int:
     if root is None:
         print("benchmark data not found: pass --benchmarks or set GAPLANNER_BENCHMARKS", file=sys.stderr)
         return 0
-    cores = numba.config.NUMBA_NUM_THREADS
     rows = []
     for name in args.inputs:
         problem = load_problem(root / name)
         decoder = Decoder.for_problem(problem)
-        rng = np.random.default_rng(0)
-        population = 64 if problem.n < 2000 else 2 * cores
-        random = np.array([rng.permutation(problem.n) for _ in range(population)])
+        random = random_orders(problem)
         _, offsets = decoder.decode_population(random)
         ranks = np.argsort(np.take_along_axis(offsets, random, 1), axis=1, kind="stable")
         normalized = np.take_along_axis(random, ranks, 1)
         numpy_decode = numpy_first_fit(problem) if problem.n < 2000 else None
-        if numpy_decode is not None:
-            assert np.array_equal(numpy_decode(random[:2]), decoder.decode_population(random[:2])[0])
+        reference = omnimalloc_first_fit(problem)
+        for check in (numpy_decode, reference):
+            if check is not None:
+                assert np.array_equal(check(random[:2]), decoder.decode_population(random[:2])[0])
         for label, orders in (("random", random), ("normalized", normalized)):
-            numba.set_num_threads(1)
-            one = decodes_per_second(decoder, orders, args.seconds)
-            cpu_rates = decode_rates(decoder, orders, args.seconds, clock=time.process_time)
-            numba.set_num_threads(cores)
-            every = decodes_per_second(decoder, orders, args.seconds)
-            plain = "-"
-            if numpy_decode is not None:
-                plain = f"{decodes_per_second(decoder, orders, args.seconds, numpy_decode):,.0f}"
-            cpu = f"{statistics.median(cpu_rates):,.0f}", f"{max(cpu_rates):,.0f}"
-            rows.append([problem.name, problem.n, label, plain, f"{one:,.0f}", *cpu, f"{every:,.0f}"])
-    header = [
-        "input",
-        "blocks",
-        "orders",
-        "numpy decodes/s",
-        "numba decodes/s 1 core",
-        "1 core, per CPU-second",
-        "1 core, per CPU-second, best round",
-        f"numba {cores} cores",
-    ]
+            cells = rate_cells(decoder, orders, args.seconds, numpy_decode, reference)
+            rows.append([problem.name, problem.n, label, *cells])
+    header = ["input", "blocks", "orders", *RATE_HEADER]
     print(markdown_table(header, rows))
     return 0
 

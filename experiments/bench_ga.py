@@ -7,10 +7,12 @@ Sections (each prints a Markdown table):
 - zoo: the five Keras CNNs (shared buffer lists) and the packaged zoo split over 2 and 4
   cores; time until the GA reaches the lower bound (it stops there) or ``--zoo-time-limit``.
 - minimalloc: challenging A-K at ``--time-limit`` seconds each, ``--seeds`` runs; peak / best known
-  peak, its geometric mean over A-K per seed and the median of those.
+  peak, its geometric mean over A-K per seed and the median of those. With the ``compare``
+  extra, omnimalloc's genetic allocator and branch and bound run beside it at the same budget.
 - large: the training graphs at ``--large-time-limit`` seconds; ratio to the lower bound and to greedy-size.
 - decoder: first-fit decodes per second through the population call on K and pangu, on one thread
-  (per wall-clock second and per CPU second, which leaves out hypervisor steal) and on every core.
+  (per wall-clock second and per CPU second, which leaves out hypervisor steal) and on every core;
+  with the ``compare`` extra, omnimalloc's C++ first-fit placer in the same rounds.
 - ablation: the ranking's tie-breaks (excess, contiguity) on and off, several seeds, challenging A-K
   at a short budget.
 Every figure is measured in this process; nothing is copied from elsewhere except
@@ -26,14 +28,13 @@ import sys
 import time
 from pathlib import Path
 
-import numba
-import numpy as np
-
-from experiments.bench_decoder import decode_rates, decodes_per_second
+from experiments.bench_decoder import RATE_HEADER, random_orders, rate_cells
 from experiments.common import benchmarks_root, markdown_table
+from experiments.comparators import omnimalloc_allocators, omnimalloc_first_fit
 from gaplanner import BASELINES, load_problem
 from gaplanner.ga import GASettings, run_ga, warm_up
 from gaplanner.placement import Decoder
+from gaplanner.verify import verify
 from gaplanner.zoo import zoo_names
 
 #: Best known peaks of MiniMalloc's challenging set (its exact solver's optimum, or best found).
@@ -76,9 +77,15 @@ def minimalloc_section(root: Path, seeds: int, time_limit: float) -> str:
     """Challenging A-K, ``seeds`` runs each: per instance the median; geometric means per seed."""
     rows, base_ratios = [], []
     ga_ratios: dict[int, list[float]] = {seed: [] for seed in range(seeds)}
+    references = omnimalloc_allocators(time_limit)
+    reference_ratios: dict[str, list[float]] = {name: [] for name in references}
     for letter, best in BEST_KNOWN.items():
         problem = load_problem(root / "minimalloc" / f"{letter}.1048576.csv")
         name, base = best_baseline(problem)
+        for reference, place in references.items():
+            offsets = place(problem)
+            verify(problem, offsets)
+            reference_ratios[reference].append(int((offsets + problem.sizes).max()) / best)
         plans = [
             run_ga(problem, GASettings(time_limit=time_limit, seed=seed, stall_generations=None))
             for seed in range(seeds)
@@ -91,16 +98,18 @@ def minimalloc_section(root: Path, seeds: int, time_limit: float) -> str:
             f"{statistics.median(plan.peak for plan in plans) / best:.4f}",
             " ".join(f"{plan.peak / best:.4f}" for plan in plans),
             f"{statistics.median(plan.details['evaluations'] / plan.elapsed for plan in plans):,.0f}",
+            *(f"{ratios[-1]:.4f}" for ratios in reference_ratios.values()),
         ])  # fmt: skip
         print(f"done {letter}", file=sys.stderr)
     means = [geometric_mean(ratios) for ratios in ga_ratios.values()]
     rows.append([
         "geo-mean", "", "", f"{geometric_mean(base_ratios):.4f}", f"{statistics.median(means):.4f}",
         " ".join(f"{mean:.4f}" for mean in means), "",
+        *(f"{geometric_mean(ratios):.4f}" for ratios in reference_ratios.values()),
     ])  # fmt: skip
     header = [
         "instance", "blocks", "best known", "best baseline / best", "GA / best (median)",
-        "GA / best per seed", "evaluations/s",
+        "GA / best per seed", "evaluations/s", *(f"{name} / best" for name in references),
     ]  # fmt: skip
     return markdown_table(header, rows)
 
@@ -131,29 +140,14 @@ def large_section(root: Path, seed: int, time_limit: float) -> str:
 
 
 def decoder_section(root: Path) -> str:
+    """First-fit decodes per second of random orders of K and pangu (see ``experiments.bench_decoder``)."""
     rows = []
-    cores = numba.config.NUMBA_NUM_THREADS
     for name in ("minimalloc/K.1048576.csv", "large/somas_tensors_pangu_2.6B.csv"):
         problem = load_problem(root / name)
         decoder = Decoder.for_problem(problem)
-        rng = np.random.default_rng(0)
-        orders = np.array([rng.permutation(problem.n) for _ in range(64 if problem.n < 2000 else 2 * cores)])
-        numba.set_num_threads(1)
-        one = decodes_per_second(decoder, orders, 3.0)
-        cpu_rates = decode_rates(decoder, orders, 3.0, clock=time.process_time)
-        numba.set_num_threads(cores)
-        every = decodes_per_second(decoder, orders, 3.0)
-        cpu = f"{statistics.median(cpu_rates):,.1f}", f"{max(cpu_rates):,.1f}"
-        rows.append([problem.name, problem.n, f"{one:,.1f}", *cpu, f"{every:,.1f}"])
-    header = [
-        "input",
-        "blocks",
-        "decodes/s per core",
-        "per core, CPU time",
-        "per core, CPU time, best round",
-        f"decodes/s on {cores} cores",
-    ]
-    return markdown_table(header, rows)
+        cells = rate_cells(decoder, random_orders(problem), 3.0, reference=omnimalloc_first_fit(problem))
+        rows.append([problem.name, problem.n, *cells[1:]])
+    return markdown_table(["input", "blocks", *RATE_HEADER[1:]], rows)
 
 
 #: The ranking's two tie-breaks, each switched off in turn (see gaplanner.fitness).

@@ -1,0 +1,72 @@
+"""Other allocator libraries, run side by side in the benchmarks (optional extra ``compare``).
+
+omnimalloc (https://github.com/fpedd/omnimalloc, ``pip install -e '.[compare]'``)
+is where the GA issue's reference figures come from: a C++ first-fit placer
+called once per order from Python, its DEAP genetic allocator and its
+branch and bound (``SupermallocAllocator``). Timing the placer in the same process, in the
+rounds between ours, gives a ratio that the speed of a shared machine does not
+move. Without the library the helpers return ``None`` and the benchmarks print
+``-``. The search itself never uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from gaplanner import Problem
+
+try:
+    from omnimalloc import allocate
+    from omnimalloc._cpp import Allocation, FirstFitPlacer
+    from omnimalloc.allocators import GeneticAllocator, SupermallocAllocator
+except ImportError:  # the extra is not installed
+    FirstFitPlacer = None
+
+
+def _allocations(problem: Problem) -> list:
+    lifetimes = zip(problem.sizes.tolist(), problem.lower.tolist(), problem.upper.tolist(), strict=True)
+    return [Allocation(b, size, lo, hi) for b, (size, lo, hi) in enumerate(lifetimes)]
+
+
+def omnimalloc_first_fit(problem: Problem) -> Callable[[np.ndarray], np.ndarray] | None:
+    """Peaks of a population's orders by omnimalloc's C++ first-fit placer, one call per order.
+
+    ``None`` without omnimalloc, or for a problem whose conflicts are not
+    overlapping lifetimes (the placer knows only those).
+    """
+    if FirstFitPlacer is None or not problem.interval_conflicts:
+        return None
+    placer = FirstFitPlacer(_allocations(problem))
+
+    def decode(orders: np.ndarray) -> np.ndarray:
+        return np.array([placer.peak(order.tolist()) for order in orders], np.int64)
+
+    return decode
+
+
+def omnimalloc_allocators(time_limit: float) -> dict[str, Callable[[Problem], np.ndarray]]:
+    """omnimalloc's genetic allocator and branch and bound at ``time_limit`` seconds: offsets per block.
+
+    Empty without omnimalloc. Both take interval problems only; check the
+    offsets they return with :func:`gaplanner.verify` before trusting a peak.
+    """
+    if FirstFitPlacer is None:
+        return {}
+    allocators = {
+        "omnimalloc GA": lambda: GeneticAllocator(timeout=time_limit, max_generations=2**31),
+        "omnimalloc B&B": lambda: SupermallocAllocator(timeout=time_limit),
+    }
+
+    def run(make: Callable) -> Callable[[Problem], np.ndarray]:
+        def place(problem: Problem) -> np.ndarray:
+            placed = allocate(_allocations(problem), allocator=make())
+            offsets = np.empty(problem.n, np.int64)
+            for allocation in placed:
+                offsets[allocation.id] = allocation.offset
+            return offsets
+
+        return place
+
+    return {name: run(make) for name, make in allocators.items()}
