@@ -2,10 +2,11 @@
 
 omnimalloc (https://github.com/fpedd/omnimalloc, ``pip install -e '.[compare]'``)
 is where the GA issue's reference figures come from: a C++ first-fit placer
-called once per order from Python, its DEAP genetic allocator and its
-branch and bound (``SupermallocAllocator``). Timing the placer in the same process, in the
-rounds between ours, gives a ratio that the speed of a shared machine does not
-move. Without the library the helpers return ``None`` and the benchmarks print
+called once per order from Python, its DEAP genetic allocator and its branch
+and bound (``SupermallocAllocator``). Timing the placer in the same process,
+in rounds that take turns with ours, gives a ratio that the speed of a shared
+machine does not move. Without the library the helpers return nothing
+(``None``, an empty dict) and the benchmarks leave those columns out or print
 ``-``. The search itself never uses it.
 """
 
