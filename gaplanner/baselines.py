@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numba as nb
 import numpy as np
 
+from gaplanner.errors import InputError
 from gaplanner.placement import decode
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
@@ -140,6 +141,12 @@ def _best_fit_coalescing(sizes, alignments, lower, reuse_at, step):
 
 
 def best_fit_coalescing(problem: Problem) -> Plan:
+    if problem.has_pinned:
+        raise InputError(
+            "best-fit-coalescing moves blocks up as the arena grows, so it cannot keep pinned blocks in "
+            "place; use first-fit, greedy-size or ga",
+            "algorithm",
+        )
     started = time.perf_counter()
     step = int(np.lcm.reduce(problem.alignments))
     offsets = _best_fit_coalescing(problem.sizes, problem.alignments, problem.lower, problem.reuse_at, step)

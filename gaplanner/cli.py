@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 
 from gaplanner.errors import GaplannerError, InputError, PlanError
 from gaplanner.ga import GASettings, GenerationRecord
-from gaplanner.io import load_problem, read_offsets, write_text
+from gaplanner.io import load_problem, read_offsets, read_tensor_offsets, write_text
+from gaplanner.model_check import check_tensor_plan
+from gaplanner.rules import INPLACE_CHOICES, Rules
 from gaplanner.schema import document_json_schema
 from gaplanner.solve import ALGORITHMS, compare, solve
 from gaplanner.verify import find_violation
@@ -80,8 +82,32 @@ def _settings(args: argparse.Namespace) -> GASettings:
         raise InputError(exc.reason, f"--{exc.field.replace('_', '-')}" if exc.field else "options") from None
 
 
+def _rules(args: argparse.Namespace) -> Rules:
+    return Rules(keep_outputs=not args.outputs_copied_out, views=not args.no_views, inplace=args.inplace)
+
+
+def _add_rules_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the runtime's memory rules (graphs)")
+    group.add_argument(
+        "--inplace",
+        choices=INPLACE_CHOICES,
+        default="auto",
+        help="declared in-place writes: take those that cannot raise the bound (auto), all legal ones "
+        "(always) or none, for kernels that cannot write over their inputs (never); default %(default)s",
+    )
+    group.add_argument(
+        "--no-views", action="store_true", help="plan declared views as copies, not shared bytes"
+    )
+    group.add_argument(
+        "--outputs-copied-out",
+        action="store_true",
+        help="the runtime copies each model output out as soon as it is written (default: outputs stay "
+        "intact until the model ends)",
+    )
+
+
 def _plan(args: argparse.Namespace) -> int:
-    problem = load_problem(args.input)
+    problem = load_problem(args.input, rules=_rules(args))
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
         # stdout carries the plan only: what prints during the search (Ray's notes on a dead
@@ -103,7 +129,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    problem = load_problem(args.input)
+    problem = load_problem(args.input, rules=_rules(args))
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
         rows = compare(problem, _settings(args), on_progress=progress)
@@ -134,18 +160,22 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    problem = load_problem(args.input)
+    problem = load_problem(args.input, rules=_rules(args))
     offsets = read_offsets(problem, args.plan)
     violation = find_violation(problem, offsets)
+    if violation is None and problem.document is not None:  # a graph: every tensor, by the model's rules
+        tensor_offsets = read_tensor_offsets(problem, args.plan)
+        violation = check_tensor_plan(problem.document, problem.rules, tensor_offsets)
     if violation is not None:
         raise PlanError(f"invalid plan: {violation}")
     peak = int((offsets + problem.sizes).max())
-    print(f"valid: {problem.n} blocks, peak {peak}, lower bound {problem.lower_bound}")
+    what = f"{len(problem.tensors.ids)} tensors" if problem.tensors is not None else f"{problem.n} blocks"
+    print(f"valid: {what}, peak {peak}, lower bound {problem.lower_bound}")
     return 0
 
 
 def _bounds(args: argparse.Namespace) -> int:
-    problem = load_problem(args.input)
+    problem = load_problem(args.input, rules=_rules(args))
     print(
         json.dumps(
             {
@@ -209,11 +239,13 @@ def _import(args: argparse.Namespace) -> int:
     from gaplanner.onnx_import import import_onnx
     from gaplanner.problem import build_problem
 
-    doc = import_onnx(args.model, batch=args.batch)
+    doc = import_onnx(args.model, batch=args.batch, inplace=not args.no_inplace)
     problem = build_problem(doc)  # the document must plan: fail here, not later
     write_text(args.output, document_text(doc))
+    assert problem.tensors is not None
     print(
-        f"{args.output or 'stdout'}: {len(doc.operators or [])} operators, {problem.n} tensors, "
+        f"{args.output or 'stdout'}: {len(doc.operators or [])} operators, "
+        f"{len(problem.tensors.ids)} tensors in {problem.n} blocks, "
         f"lower bound {problem.lower_bound:,} bytes",
         file=sys.stderr,
     )
@@ -225,6 +257,11 @@ def _add_import_parser(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("model", help="an .onnx file")
     imp.add_argument("--output", "-o", help="write the graph JSON here instead of stdout")
     imp.add_argument("--batch", type=int, help="fix a symbolic batch (first) dimension of the inputs")
+    imp.add_argument(
+        "--no-inplace",
+        action="store_true",
+        help="declare no in-place writes (a backend whose kernels cannot write over their inputs)",
+    )
     imp.set_defaults(handler=_import)
 
 
@@ -268,12 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
         "input",
         nargs="?",
         default=DEFAULT_INPUT,
-        help=f"graph/buffer JSON, MiniMalloc CSV, example:NAME or zoo:NAME[@N] (default {DEFAULT_INPUT})",
+        help="graph/buffer JSON, MiniMalloc CSV, ONNX model, example:NAME or zoo:NAME[@N] "
+        f"(default {DEFAULT_INPUT})",
     )
     plan.add_argument("--algorithm", choices=ALGORITHMS, default="ga")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
     plan.add_argument("--format", choices=["json", "csv"], default="json")
     _add_search_options(plan)
+    _add_rules_options(plan)
     workers = plan.add_argument_group("workers (Ray)")
     workers.add_argument(
         "--workers",
@@ -292,15 +331,18 @@ def build_parser() -> argparse.ArgumentParser:
     comparison = sub.add_parser("compare", help="every baseline and the GA on one input, as a table")
     comparison.add_argument("input")
     _add_search_options(comparison)
+    _add_rules_options(comparison)
     comparison.set_defaults(handler=_compare)
 
     verify = sub.add_parser("verify", help="check a plan against its input")
     verify.add_argument("input")
     verify.add_argument("plan", help="a JSON plan (from 'plan') or a CSV with id,offset columns")
+    _add_rules_options(verify)
     verify.set_defaults(handler=_verify)
 
     bounds = sub.add_parser("bounds", help="blocks, conflicts and the lower bound of an input")
     bounds.add_argument("input")
+    _add_rules_options(bounds)
     bounds.set_defaults(handler=_bounds)
 
     schema = sub.add_parser("schema", help="print the input document's JSON Schema")

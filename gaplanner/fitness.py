@@ -117,7 +117,7 @@ def _sort_by_address(order, offsets, out):
 
 @nb.njit(cache=True, parallel=True)
 def _score_population(
-    orders, prefix, known, sizes, alignments, indptr, indices, index_bits, sentinel,
+    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel,
     durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
 ):  # fmt: skip
     """Decode each order, re-sort it by address and score it (in parallel, as the decoder).
@@ -135,7 +135,7 @@ def _score_population(
         for i in range(c, len(orders), chunks):
             order, row = orders[i], offsets[i]
             peaks[i] = decode_row(
-                order, prefix[i], known[i], sizes, alignments, indptr, indices,
+                order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
                 False, index_bits, sentinel, work, row,
             )  # fmt: skip
             _sort_by_address(order, row, by_address[i])
@@ -189,8 +189,9 @@ class PopulationFitness:
         scores = Scores(np.empty(population, np.int64), np.empty(population), np.zeros(population), offsets)
         by_address = np.empty_like(orders)
         _score_population(
-            orders, np.ascontiguousarray(known[0], np.int64), np.ascontiguousarray(known[1], np.int64),
-            d.sizes, d.alignments, d.indptr, d.indices, d.index_bits, d.sentinel,
+            orders, np.ascontiguousarray(known[0], np.int64),
+            d.known_offsets(np.ascontiguousarray(known[1], np.int64)),
+            d.sizes, d.alignments, d.indptr, d.indices, d.pinned, d.index_bits, d.sentinel,
             self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
             by_address, offsets, scores.peaks, scores.excess, scores.contiguity, thread_chunks(population),
         )  # fmt: skip

@@ -15,27 +15,51 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from gaplanner.errors import InputError
 from gaplanner.schema import Document
 
+#: Suffix of the id of an operator's workspace block (``conv1#workspace``).
+WORKSPACE_SUFFIX = "#workspace"
+
 
 @dataclass(frozen=True)
-class GraphBlocks:
-    """Blocks of a graph, on the time axis of a linear extension of its order."""
+class GraphTensors:
+    """Every tensor of a graph (workspaces included), on the time axis of a linear extension.
+
+    Positions ``0..n_ops-1`` are the operators in the extension; position
+    ``n_ops`` is the caller reading the model's outputs after the last one.
+    """
 
     ids: tuple[str, ...]
     sizes: np.ndarray  # int64 bytes
     alignments: np.ndarray  # int64, per-tensor alignment combined with the graph's
-    writer: np.ndarray  # int64 position of the writing operator, -1 for graph inputs
-    lower: np.ndarray  # int64 first time the block is live (its writer, 0 for inputs)
-    upper: np.ndarray  # int64 one past its last reader (half-open live range)
-    #: ``after_readers[a]`` bit k: the operator at position k runs strictly after every
-    #: reader of a. None when the order is total (one core): then lifetimes are exact.
-    after_readers: np.ndarray | None
+    pinned: np.ndarray  # int64 fixed offset, -1 where the planner chooses
+    writer: np.ndarray  # int64 position of the writing operator, -1 for model inputs
+    #: positions of the operators that write or read it, plus ``n_ops`` for a kept output
+    accesses: tuple[np.ndarray, ...]
+    view_of: np.ndarray  # int64 index of the tensor it is a view of, -1 if none
+    #: (output, candidate inputs, position): the output may be written over one of the inputs there
+    inplace: tuple[tuple[int, tuple[int, ...], int], ...]
+    #: ``descendants[p]`` bit q: the operator at position q runs strictly after the one at p.
+    #: None when the order is total (one core).
+    descendants: np.ndarray | None
     operator_ids: tuple[str, ...]  # in linear-extension order
+
+    @property
+    def n_ops(self) -> int:
+        return len(self.operator_ids)
+
+    def runs_before(self, p: int, q: int) -> bool:
+        """Whether the operator at position ``p`` surely finishes before the one at ``q`` starts."""
+        if p == self.n_ops:
+            return False
+        if q == self.n_ops or self.descendants is None:
+            return p < q
+        return bool((int(self.descendants[p, q >> 6]) >> (q & 63)) & 1)
 
 
 def _index_tensors(doc: Document) -> dict[str, int]:
@@ -49,6 +73,12 @@ def _index_tensors(doc: Document) -> dict[str, int]:
             raise InputError(f"unknown tensor id {tensor.part_of!r}", f"tensors[{i}].part_of")
         if tensor.part_of == tensor.id:
             raise InputError("a tensor cannot be a part of itself", f"tensors[{i}].part_of")
+    for k, op in enumerate(doc.operators or []):
+        if op.workspace is not None:
+            wid = op.id + WORKSPACE_SUFFIX
+            if wid in index:
+                raise InputError(f"tensor id {wid!r} is taken; rename it", f"operators[{k}].workspace")
+            index[wid] = len(index)
     return index
 
 
@@ -56,7 +86,7 @@ def _wire_operators(
     doc: Document, tensor_index: dict[str, int]
 ) -> tuple[np.ndarray, list[list[int]], dict[str, int]]:
     """Writer operator of each tensor, readers of each tensor, operator index."""
-    n = len(tensor_index)
+    n, declared = len(tensor_index), len(doc.tensors or [])
     writer = np.full(n, -1, np.int64)
     readers: list[list[int]] = [[] for _ in range(n)]
     op_index: dict[str, int] = {}
@@ -66,7 +96,7 @@ def _wire_operators(
         op_index[op.id] = k
         for role in ("inputs", "outputs"):
             for m, tid in enumerate(getattr(op, role)):
-                if tid not in tensor_index:
+                if tensor_index.get(tid, declared) >= declared:  # workspaces are not the graph's tensors
                     raise InputError(f"unknown tensor id {tid!r}", f"operators[{k}].{role}[{m}]")
         if set(op.inputs) & set(op.outputs):
             both = sorted(set(op.inputs) & set(op.outputs))[0]
@@ -81,10 +111,29 @@ def _wire_operators(
             writer[t] = k
         for tid in dict.fromkeys(op.inputs):
             readers[tensor_index[tid]].append(k)
+        if op.workspace is not None:
+            t = tensor_index[op.id + WORKSPACE_SUFFIX]
+            writer[t] = k
+            readers[t].append(k)
+        _check_aliases(op, k)
     for tid, t in tensor_index.items():
         if writer[t] < 0 and not readers[t]:
             raise InputError(f"tensor {tid!r} is used by no operator", f"tensors[{t}]")
     return writer, readers, op_index
+
+
+def _check_aliases(op: Any, k: int) -> None:
+    """A view or in-place pair must name an output and an input of its own operator."""
+    for role in ("views", "inplace"):
+        for out, ins in getattr(op, role).items():
+            field = f"operators[{k}].{role}.{out}"
+            if out not in op.outputs:
+                raise InputError(f"{out!r} is not an output of operator {op.id!r}", field)
+            for tid in [ins] if isinstance(ins, str) else ins:
+                if tid not in op.inputs:
+                    raise InputError(f"{tid!r} is not an input of operator {op.id!r}", field)
+            if role == "inplace" and out in op.views:
+                raise InputError(f"{out!r} is declared both a view and an in-place output", field)
 
 
 def _successors(
@@ -162,54 +211,126 @@ def _last_position_not_set(bits: np.ndarray, n_positions: int) -> np.ndarray:
     return np.where(clear.any(axis=1), last, -1)
 
 
-def analyse_graph(doc: Document) -> GraphBlocks:
-    """Validate a graph document and derive its blocks and happens-before order."""
+def _model_outputs(
+    doc: Document, tensor_index: dict[str, int], writer: np.ndarray, readers: list
+) -> set[int]:
+    """The declared outputs, else every written tensor that no operator reads."""
+    if doc.outputs is None:
+        declared = len(doc.tensors or [])
+        return {t for t in range(declared) if writer[t] >= 0 and not readers[t]}
+    outputs = set()
+    for m, tid in enumerate(doc.outputs):
+        if tensor_index.get(tid, len(doc.tensors or [])) >= len(doc.tensors or []):
+            raise InputError(f"unknown tensor id {tid!r}", f"outputs[{m}]")
+        outputs.add(tensor_index[tid])
+    return outputs
+
+
+def _check_inputs(doc: Document, tensor_index: dict[str, int], writer: np.ndarray) -> None:
+    for m, tid in enumerate(doc.inputs or []):
+        if tensor_index.get(tid, len(doc.tensors or [])) >= len(doc.tensors or []):
+            raise InputError(f"unknown tensor id {tid!r}", f"inputs[{m}]")
+        if writer[tensor_index[tid]] >= 0:
+            raise InputError(f"model input {tid!r} is written by an operator", f"inputs[{m}]")
+
+
+def _views_and_inplace(
+    doc: Document, tensor_index: dict[str, int], sizes: np.ndarray, position: np.ndarray
+) -> tuple[np.ndarray, list[tuple[int, tuple[int, ...], int]]]:
+    view_of = np.full(len(tensor_index), -1, np.int64)
+    inplace = []
+    for k, op in enumerate(doc.operators or []):
+        for out, host in op.views.items():
+            o, h = tensor_index[out], tensor_index[host]
+            if sizes[o] != sizes[h]:
+                raise InputError(
+                    f"view {out!r} has {sizes[o]} bytes, its input {host!r} {sizes[h]}",
+                    f"operators[{k}].views.{out}",
+                )
+            view_of[o] = h
+        for out, ins in op.inplace.items():
+            candidates = tuple(tensor_index[t] for t in ([ins] if isinstance(ins, str) else ins))
+            inplace.append((tensor_index[out], candidates, int(position[k])))
+    inplace.sort(key=lambda entry: entry[2])
+    return view_of, inplace
+
+
+def _pinned_offsets(doc: Document, tensor_index: dict[str, int], alignments: np.ndarray) -> np.ndarray:
+    pinned = np.full(len(tensor_index), -1, np.int64)
+    for i, tensor in enumerate(doc.tensors or []):
+        if tensor.offset is not None:
+            if tensor.offset % alignments[i]:
+                raise InputError(
+                    f"pinned offset {tensor.offset} is not a multiple of the alignment {alignments[i]}",
+                    f"tensors[{i}].offset",
+                )
+            pinned[i] = tensor.offset
+    return pinned
+
+
+def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
+    """Validate a graph document and derive its tensors and happens-before order."""
     tensor_index = _index_tensors(doc)
     writer_op, readers_op, op_index = _wire_operators(doc, tensor_index)
+    _check_inputs(doc, tensor_index, writer_op)
+    outputs = _model_outputs(doc, tensor_index, writer_op, readers_op) if keep_outputs else set()
     succ = _successors(doc, writer_op, readers_op, op_index)
     order = _linear_extension(doc, succ)
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
+    n_ops = len(order)
 
     tensors = doc.tensors or []
+    workspaces = [op for op in doc.operators or [] if op.workspace is not None]
+    sizes = np.array([t.nbytes for t in tensors] + [op.workspace for op in workspaces], np.int64)
+    alignments = np.array(
+        [np.lcm(t.alignment or 1, doc.alignment) for t in tensors] + [doc.alignment] * len(workspaces),
+        np.int64,
+    )
     writer = np.where(writer_op >= 0, position[np.maximum(writer_op, 0)], -1)
-    reader_pos = [
-        [int(position[k]) for k in readers] if readers else [int(writer[t])]
+    accesses = tuple(
+        np.array(
+            sorted(
+                {int(writer[t])} - {-1}
+                | {int(position[k]) for k in readers}
+                | ({n_ops} if t in outputs else set())
+            ),
+            np.int64,
+        )
         for t, readers in enumerate(readers_op)
-    ]
-    lower = np.maximum(writer, 0)
-    upper = np.array([max(r) + 1 for r in reader_pos], np.int64)
-
-    after_readers = None
-    if len({op.core for op in doc.operators or []}) > 1:
-        descendants = _strict_descendants(order, succ, position)
-        after_readers = np.empty((len(tensors), descendants.shape[1]), np.uint64)
-        for t, positions in enumerate(reader_pos):
-            np.bitwise_and.reduce(descendants[positions], axis=0, out=after_readers[t])
-
-    alignments = np.array([np.lcm(t.alignment or 1, doc.alignment) for t in tensors], np.int64)
-    return GraphBlocks(
-        ids=tuple(t.id for t in tensors),
-        sizes=np.array([t.nbytes for t in tensors], np.int64),
+    )
+    view_of, inplace = _views_and_inplace(doc, tensor_index, sizes, position)
+    multi_core = len({op.core for op in doc.operators or []}) > 1
+    return GraphTensors(
+        ids=tuple(tensor_index),
+        sizes=sizes,
         alignments=alignments,
+        pinned=_pinned_offsets(doc, tensor_index, alignments),
         writer=writer,
-        lower=lower,
-        upper=upper,
-        after_readers=after_readers,
+        accesses=accesses,
+        view_of=view_of,
+        inplace=tuple(inplace),
+        descendants=_strict_descendants(order, succ, position) if multi_core else None,
         operator_ids=tuple((doc.operators or [])[k].id for k in order),
     )
 
 
-def reuse_times(blocks: GraphBlocks) -> np.ndarray:
+def after_all(tensors: GraphTensors, positions: np.ndarray) -> np.ndarray:
+    """Bitset of the operators surely after every one at ``positions`` (none after the end)."""
+    assert tensors.descendants is not None
+    if len(positions) and positions[-1] == tensors.n_ops:
+        return np.zeros(tensors.descendants.shape[1], np.uint64)
+    return np.bitwise_and.reduce(tensors.descendants[positions], axis=0)
+
+
+def reuse_times(after_readers: np.ndarray, upper: np.ndarray, n_ops: int) -> np.ndarray:
     """Per block, the time from which every block written later may reuse its space.
 
     With a total order that is the end of its lifetime. In a partial order it is
     one past the last position holding an operator that is *not* surely after
-    all of the block's readers: so two conflicting blocks always overlap on
-    ``[lower, reuse_time)``, and a time walk over these intervals (seed 000's
-    best-fit) only reuses space that is really free.
+    all of the block's accesses: so two conflicting blocks always overlap on
+    ``[lower, reuse_time)``, and a time walk over these intervals (best-fit with
+    coalescing) only reuses space that is really free.
     """
-    if blocks.after_readers is None:
-        return blocks.upper.copy()
-    last = _last_position_not_set(blocks.after_readers, len(blocks.operator_ids))
-    return np.maximum(last + 1, blocks.upper)
+    last = _last_position_not_set(after_readers, n_ops)
+    return np.maximum(last + 1, upper)

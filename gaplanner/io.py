@@ -20,6 +20,7 @@ import numpy as np
 
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem, build_problem, problem_from_arrays
+from gaplanner.rules import Rules
 from gaplanner.schema import parse_document
 from gaplanner.zoo import ZOO_PREFIX, zoo_document
 
@@ -95,16 +96,23 @@ def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
     return problem_from_arrays(_integer_column(rows, "size", 2), lower, upper, ids=ids, name=name)
 
 
-def load_problem(source: str | Path) -> Problem:
-    """A problem from a JSON document, a MiniMalloc CSV, ``example:NAME`` or ``zoo:NAME[@N]``."""
+def load_problem(source: str | Path, rules: Rules | None = None) -> Problem:
+    """A problem from a JSON document, a MiniMalloc CSV, an ONNX model, ``example:NAME`` or ``zoo:NAME[@N]``.
+
+    ``rules``: the runtime's memory rules for a graph (default :class:`Rules`).
+    """
     if str(source).startswith(ZOO_PREFIX):
         doc = zoo_document(str(source))
-        return build_problem(doc, doc.name)
+        return build_problem(doc, doc.name, rules)
     path = _resolve(source)
     name = path.name.rsplit(".", 1)[0]
     if path.suffix.lower() == ".csv":
         return problem_from_csv_text(path.read_text(encoding="utf-8"), name)
-    return problem_from_json(_read_json(path), name)
+    if path.suffix.lower() == ".onnx":
+        from gaplanner.onnx_import import import_onnx  # onnx stays optional
+
+        return build_problem(import_onnx(path), name, rules)
+    return build_problem(parse_document(_read_json(path)), name, rules)
 
 
 def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
@@ -131,6 +139,25 @@ def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
     if extra:
         raise InputError(f"the plan places unknown block {sorted(extra)[0]!r}", "plan.blocks")
     return np.array([pairs[bid] for bid in problem.ids], np.int64)
+
+
+def read_tensor_offsets(problem: Problem, source: str | Path) -> dict[str, int]:
+    """Every tensor's offset from a plan file: its ``tensors`` list, else its blocks' offsets."""
+    path = _resolve(source)
+    data = _read_json(path) if path.suffix.lower() != ".csv" else None
+    rows = data.get("tensors") if isinstance(data, dict) else None
+    if rows is None:
+        offsets = read_offsets(problem, source)
+        assert problem.tensors is not None
+        return {
+            t: int(offsets[b]) for t, b in zip(problem.tensors.ids, problem.tensors.block_of, strict=True)
+        }
+    if not isinstance(rows, list):
+        raise InputError("'tensors' must be a list", "plan.tensors")
+    try:
+        return {str(row["id"]): int(row["offset"]) for row in rows}
+    except (KeyError, TypeError, ValueError):
+        raise InputError("every tensor needs an id and an integer offset", "plan.tensors") from None
 
 
 def write_text(path: str | Path | None, text: str) -> None:

@@ -14,6 +14,17 @@ never loaded.
 - Sizes: shape x element size; sub-byte types (int4, float4, ...) are
   rounded up to whole bytes per tensor.
 
+- Model inputs and outputs: the graph's inputs (initializers excepted) and
+  outputs; the outputs stay intact until the model ends.
+- Views: ``Reshape``, ``Flatten``, ``Squeeze``, ``Unsqueeze``, ``Identity``
+  and ``Dropout`` (at inference) share their input's bytes, as ONNX Runtime,
+  TFLite and ExecuTorch do.
+- In-place chances (``inplace=True``): an elementwise operator may write its
+  output over an input of the same shape whose bytes are at least as many
+  (unary activations, ``Add``/``Sub``/``Mul``/``Div`` and friends when the
+  broadcasting is over the other input, ``Cast`` to a type no wider), as ONNX
+  Runtime's kernels may; the planner decides whether to take each.
+
 A dimension that shape inference leaves symbolic (``batch``) or unknown makes
 the import fail with one line naming the tensor; ``batch=N`` first fixes a
 symbolic first dimension of every graph input to ``N``.
@@ -27,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gaplanner.errors import InputError
-from gaplanner.schema import Document, parse_document
+from gaplanner.schema import DTYPE_BYTES, Document, parse_document
 
 #: ONNX element type name -> gaplanner dtype name.
 _DTYPES = {
@@ -62,6 +73,21 @@ _SUB_BYTE_BITS = {
     "FLOAT6E2M3": 6,
     "FLOAT6E3M2": 6,
 }
+
+
+#: Operators whose first output is a view of their first input (same bytes, no copy).
+VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+#: Elementwise operators whose output may be written over an input of the same shape.
+INPLACE_OPS = frozenset(
+    {
+        "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitwiseAnd", "BitwiseNot",
+        "BitwiseOr", "BitwiseXor", "Cast", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Div", "Elu", "Erf", "Exp",
+        "Floor", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Max", "Mean", "Min", "Mish", "Mod",
+        "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
+        "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu",
+        "Xor",
+    }
+)  # fmt: skip
 
 
 def _onnx() -> Any:
@@ -178,8 +204,40 @@ def _load(onnx: Any, source: str | Path | Any) -> Any:
         raise InputError(f"{path.name} is not an ONNX model ({type(exc).__name__}: {exc})", "input") from None
 
 
-def import_onnx(source: str | Path | Any, batch: int | None = None, name: str | None = None) -> Document:
-    """A graph document from an ONNX model (a path or a ``ModelProto``), see the module doc."""
+def _bytes(entry: dict[str, Any]) -> int:
+    return entry["size"] if "size" in entry else math.prod(entry["shape"]) * DTYPE_BYTES[entry["dtype"]]
+
+
+def _aliases(
+    node: Any, inputs: list[str], outputs: list[str], tensors: dict[str, Any], inplace: bool
+) -> dict[str, Any]:
+    """The node's declared views and in-place chances, as operator fields."""
+    fields: dict[str, Any] = {}
+    standard = node.domain in ("", "ai.onnx")
+    first_in = node.input[0] if node.input else ""
+    if standard and node.op_type in VIEW_OPS and first_in in inputs and node.output[0] in outputs:
+        if _bytes(tensors[first_in]) == _bytes(tensors[node.output[0]]):
+            fields["views"] = {node.output[0]: first_in}
+    elif inplace and standard and node.op_type in INPLACE_OPS and len(outputs) == 1:
+        out = tensors[outputs[0]]
+        hosts = [
+            t
+            for t in dict.fromkeys(inputs)
+            if tensors[t].get("shape") == out.get("shape") and _bytes(tensors[t]) >= _bytes(out)
+        ]
+        if hosts:
+            fields["inplace"] = {outputs[0]: hosts}
+    return fields
+
+
+def import_onnx(
+    source: str | Path | Any, batch: int | None = None, name: str | None = None, inplace: bool = True
+) -> Document:
+    """A graph document from an ONNX model (a path or a ``ModelProto``), see the module doc.
+
+    ``inplace=False`` declares no in-place chances, for a backend whose kernels
+    cannot write over their inputs.
+    """
     onnx = _onnx()
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise InputError(f"the batch size must be a positive integer, got {batch!r}", "batch")
@@ -230,11 +288,20 @@ def import_onnx(source: str | Path | Any, batch: int | None = None, name: str | 
             )
             if entry is not None:
                 outputs.append(tensor_name)
-        operators.append({"id": op_id, "inputs": inputs, "outputs": outputs, "core": 0})
+        op = {"id": op_id, "inputs": inputs, "outputs": outputs, "core": 0}
+        operators.append(op | _aliases(node, inputs, outputs, tensors, inplace))
 
     written = {t for op in operators for t in op["outputs"]}
-    kept = [entry for tid, entry in tensors.items() if entry is not None and (tid in written or tid in read)]
+    planned = {tid for tid, entry in tensors.items() if entry is not None and (tid in written or tid in read)}
     if not operators:
         raise InputError("the ONNX graph has no operators besides constants", "graph.node")
     label = name or graph.name or (Path(source).stem if isinstance(source, str | Path) else None)
-    return parse_document({"name": label, "tensors": kept, "operators": operators})
+    return parse_document(
+        {
+            "name": label,
+            "tensors": [tensors[tid] for tid in tensors if tid in planned],
+            "operators": operators,
+            "inputs": [v.name for v in graph.input if v.name in planned and v.name not in written],
+            "outputs": list(dict.fromkeys(v.name for v in graph.output if v.name in planned)),
+        }
+    )

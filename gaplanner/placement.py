@@ -269,22 +269,31 @@ def _sorting_offset(
 
 @nb.njit(cache=True, error_model="numpy")
 def decode_row(
-    order, first, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, work, offsets
-):
+    order, first, known, sizes, alignments, indptr, indices, pinned, best_fit, index_bits, sentinel, work,
+    offsets,
+):  # fmt: skip
     """Place the blocks of ``order``; write every block's offset; return the peak.
 
-    The first ``first`` blocks take their offsets from ``known``; the rest are
-    placed by first-fit (or best-fit) after them. ``work``: a :func:`workspace`.
+    The ``pinned`` blocks (indices; their offsets are in ``known`` too) come
+    first, at their fixed offsets, wherever the order puts them. Then the first
+    ``first`` blocks of the order take their offsets from ``known``; the rest
+    are placed by first-fit (or best-fit) after them. ``work``: a :func:`workspace`.
     """
     placed, starts, ends, scratch = work
     placed[:] = sentinel
     peak = 0
+    for b in pinned:
+        placed[0, b] = known[b]
+        placed[1, b] = known[b] + sizes[b]
+        peak = max(peak, np.int64(placed[1, b]))
     for b in order[:first]:
         placed[0, b] = known[b]
         placed[1, b] = known[b] + sizes[b]
         peak = max(peak, np.int64(placed[1, b]))
     for p in range(first, len(sizes)):
         b = np.uint32(order[p])  # unsigned block indices: no negative-index wraparound in the gather
+        if len(pinned) and placed[0, b] != sentinel:
+            continue
         start = np.uint64(indptr[b])  # where b's neighbour list starts in ``indices``
         degree = indptr[b + np.uint32(1)] - indptr[b]
         if not best_fit and degree < SORT_MIN_RANGES:
@@ -314,15 +323,16 @@ def thread_chunks(rows: int) -> int:
 
 @nb.njit(cache=True, parallel=True, error_model="numpy")
 def decode_population_into(
-    orders, prefix, known, sizes, alignments, indptr, indices, best_fit, index_bits, sentinel, offsets, chunks
-):
+    orders, prefix, known, sizes, alignments, indptr, indices, pinned, best_fit, index_bits, sentinel,
+    offsets, chunks,
+):  # fmt: skip
     """Decode every row of ``orders`` in parallel, in ``chunks`` (see :func:`decode_row`); return peaks."""
     peaks = np.empty(len(orders), np.int64)
     for c in nb.prange(chunks):
         work = workspace(sizes, indptr)
         for i in range(c, len(orders), chunks):
             peaks[i] = decode_row(
-                orders[i], prefix[i], known[i], sizes, alignments, indptr, indices,
+                orders[i], prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
                 best_fit, index_bits, sentinel, work, offsets[i],
             )  # fmt: skip
     return peaks
@@ -336,6 +346,8 @@ class Decoder:
     Neighbour indices are unsigned: numba then skips the wraparound test of
     negative indices in the gather, 7-10 % of a decode on MiniMalloc K and E.
     The neighbour lists are padded to multiples of ``NEIGHBOUR_LANES``.
+    ``pinned`` lists the blocks with a fixed offset, ``pinned_offsets`` has it
+    (-1 for the others).
     """
 
     sizes: np.ndarray
@@ -344,6 +356,16 @@ class Decoder:
     indices: np.ndarray
     index_bits: int
     sentinel: int
+    pinned: np.ndarray
+    pinned_offsets: np.ndarray
+
+    def known_offsets(self, known: np.ndarray) -> np.ndarray:
+        """``known`` with every pinned block's fixed offset written in (a copy if it changes)."""
+        if not len(self.pinned):
+            return known
+        known = known.copy()
+        known[:, self.pinned] = self.pinned_offsets[self.pinned]
+        return known
 
     @classmethod
     def for_problem(cls, problem: Problem) -> Decoder:
@@ -360,7 +382,8 @@ class Decoder:
         dtype, sentinel = (np.int32, INT32_SENTINEL) if narrow else (np.int64, INT64_SENTINEL)
         indptr, indices = _padded_neighbours(problem.conflicts.indptr, problem.conflicts.indices)
         sizes, alignments = problem.sizes.astype(dtype), problem.alignments.astype(dtype)
-        return cls(sizes, alignments, indptr, indices, index_bits, sentinel)
+        pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
+        return cls(sizes, alignments, indptr, indices, index_bits, sentinel, pinned, problem.pinned)
 
     def decode(self, order: np.ndarray, best_fit: bool = False) -> np.ndarray:
         """Offsets of one order."""
@@ -384,9 +407,10 @@ class Decoder:
             prefix, known = np.zeros(len(orders), np.int64), offsets
         else:
             prefix, known = template
+        known = self.known_offsets(np.ascontiguousarray(known, np.int64))
         peaks = decode_population_into(
-            orders, np.ascontiguousarray(prefix, np.int64), np.ascontiguousarray(known, np.int64),
-            self.sizes, self.alignments, self.indptr, self.indices,
+            orders, np.ascontiguousarray(prefix, np.int64), known,
+            self.sizes, self.alignments, self.indptr, self.indices, self.pinned,
             best_fit, self.index_bits, self.sentinel, offsets, thread_chunks(len(orders)),
         )  # fmt: skip
         return peaks, offsets
@@ -413,7 +437,8 @@ def warm_up() -> None:
         one = np.ones(1, dtype)
         decode_population_into(
             np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-            np.zeros(2, np.int64), np.zeros(0, np.uint32), False, 1, sentinel, np.empty((1, 1), np.int64), 1,
+            np.zeros(2, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int64), False, 1, sentinel,
+            np.empty((1, 1), np.int64), 1,
         )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.errors import PlanError
+from gaplanner.model_check import check_tensor_plan
 from gaplanner.problem import Problem
 from gaplanner.verify import verify
 
@@ -57,8 +59,28 @@ class Plan:
                 {"id": bid, "offset": int(off), "size": int(size)}
                 for bid, off, size in zip(problem.ids, self.offsets, problem.sizes, strict=True)
             ],
+            **({"tensors": self.tensor_rows()} if problem.tensors is not None else {}),
             **self.details,
         }
+
+    def tensor_offsets(self) -> dict[str, int]:
+        """Every tensor's offset: its block's (a graph's views and in-place outputs share one)."""
+        tensors = self.problem.tensors
+        if tensors is None:
+            return {bid: int(off) for bid, off in zip(self.problem.ids, self.offsets, strict=True)}
+        return {tid: int(self.offsets[b]) for tid, b in zip(tensors.ids, tensors.block_of, strict=True)}
+
+    def tensor_rows(self) -> list[dict[str, Any]]:
+        """Each tensor of the document with its offset, its size and the tensor whose bytes it shares."""
+        tensors, ids = self.problem.tensors, self.problem.ids
+        assert tensors is not None
+        rows = []
+        for tid, size, b in zip(tensors.ids, tensors.sizes, tensors.block_of, strict=True):
+            row: dict[str, Any] = {"id": tid, "offset": int(self.offsets[b]), "size": int(size)}
+            if ids[b] != tid:
+                row["shares_with"] = ids[b]
+            rows.append(row)
+        return rows
 
     def to_csv(self) -> str:
         """MiniMalloc's CSV with an ``offset`` column (``id,lower,upper,size,offset``)."""
@@ -82,4 +104,9 @@ def make_plan(
     offsets = np.asarray(offsets, np.int64)
     peak = int((offsets + problem.sizes).max())
     verify(problem, offsets, peak)
+    if problem.document is not None:
+        plan = Plan(algorithm, problem, offsets, peak, 0.0)
+        violation = check_tensor_plan(problem.document, problem.rules, plan.tensor_offsets(), peak)
+        if violation is not None:
+            raise PlanError(f"the plan breaks the model's rules: {violation}")
     return Plan(algorithm, problem, offsets, peak, time.perf_counter() - started, details)

@@ -6,7 +6,7 @@ the searches need. Blocks are indexed ``0..n-1`` in document order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,8 +17,23 @@ from gaplanner.conflicts import (
     conflicts_from_partial_order,
 )
 from gaplanner.errors import InputError
-from gaplanner.graph import analyse_graph, reuse_times
+from gaplanner.graph import GraphTensors, after_all, analyse_graph, reuse_times
+from gaplanner.rules import Rules
 from gaplanner.schema import MAX_INTEGER, Document
+from gaplanner.storage import Storage, group_tensors, relaxed_bound
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """Every tensor of a graph document (workspaces included) and the block that holds it.
+
+    A view or an in-place output shares its block with other tensors; the
+    block is named after its first-written tensor (``Problem.ids``).
+    """
+
+    ids: tuple[str, ...]
+    sizes: np.ndarray
+    block_of: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,11 +58,24 @@ class Problem:
     conflicts: ConflictGraph
     interval_conflicts: bool
     lower_bound: int
+    #: fixed offset per block (pinned by the runtime), -1 where the planner chooses
+    pinned: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: the document's tensors, for a graph; None for a buffer list (its blocks are its buffers)
+    tensors: TensorMap | None = None
+    #: the graph document and the rules it was planned under, for the model-level check of every plan
+    document: Document | None = None
+    rules: Rules = field(default_factory=Rules)
 
     def __post_init__(self) -> None:
         # Offsets and peaks are int64: the sizes must add up well inside it.
         if float(self.sizes.astype(np.float64).sum()) > 2.0**62:
             raise InputError("the sizes add up beyond 2**62 bytes", "sizes")
+        if len(self.pinned) != len(self.sizes):
+            object.__setattr__(self, "pinned", np.full(len(self.sizes), -1, np.int64))
+
+    @property
+    def has_pinned(self) -> bool:
+        return bool((self.pinned >= 0).any())
 
     @property
     def n(self) -> int:
@@ -71,6 +99,7 @@ def _from_buffers(doc: Document, name: str) -> Problem:
         ids=tuple(b.id for b in buffers),
         alignment=doc.alignment,
         name=name,
+        offsets=np.array([-1 if b.offset is None else b.offset for b in buffers], np.int64),
     )
 
 
@@ -81,6 +110,8 @@ def _interval_problem(
     alignments: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
+    pinned: np.ndarray,
+    **graph: object,
 ) -> Problem:
     return Problem(
         name=name,
@@ -92,37 +123,100 @@ def _interval_problem(
         reuse_at=upper,
         conflicts=conflicts_from_intervals(lower, upper),
         interval_conflicts=True,
-        lower_bound=max_load(lower, upper, sizes),
+        lower_bound=max(max_load(lower, upper, sizes), _pinned_top(sizes, pinned)),
+        pinned=pinned,
+        **graph,  # type: ignore[arg-type]
     )
 
 
-def _from_graph(doc: Document, name: str) -> Problem:
-    blocks = analyse_graph(doc)
-    if blocks.after_readers is None:
-        return _interval_problem(
-            name, blocks.ids, blocks.sizes, blocks.alignments, blocks.lower, blocks.upper
+def _pinned_top(sizes: np.ndarray, pinned: np.ndarray) -> int:
+    """No arena ends below a pinned block."""
+    return int(np.where(pinned >= 0, pinned + sizes, 0).max(initial=0))
+
+
+def _check_pinned(problem: Problem) -> Problem:
+    """Refuse pinned blocks that overlap a conflicting pinned block: no plan could keep both."""
+    fixed = np.flatnonzero(problem.pinned >= 0)
+    ends = problem.pinned + problem.sizes
+    for a in fixed:
+        for b in problem.conflicts.neighbors(int(a)):
+            if (
+                b > a
+                and problem.pinned[b] >= 0
+                and problem.pinned[a] < ends[b]
+                and problem.pinned[b] < ends[a]
+            ):
+                raise InputError(
+                    f"pinned blocks {problem.ids[a]!r} [{problem.pinned[a]}, {ends[a]}) and "
+                    f"{problem.ids[b]!r} [{problem.pinned[b]}, {ends[b]}) are live at once and overlap",
+                    "offset",
+                )
+    return problem
+
+
+def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
+    tensors = analyse_graph(doc, keep_outputs=rules.keep_outputs)
+    storage = group_tensors(tensors, rules)
+    graph = {
+        "tensors": TensorMap(tensors.ids, tensors.sizes, storage.block_of),
+        "document": doc,
+        "rules": rules,
+    }
+    ids = tuple(tensors.ids[r] for r in storage.roots)
+    lower, upper = storage.lower, storage.upper
+    if tensors.descendants is None:
+        problem = _interval_problem(
+            name, ids, storage.sizes, storage.alignments, lower, upper, storage.pinned, **graph
         )
-    conflicts = conflicts_from_partial_order(blocks.after_readers, blocks.writer)
-    return Problem(
+        return _bound_over_inplace_choices(problem, tensors, rules)
+    after_readers = _after_accesses(tensors, storage)
+    conflicts = conflicts_from_partial_order(after_readers, storage.writer)
+    problem = Problem(
         name=name,
-        ids=blocks.ids,
-        sizes=blocks.sizes,
-        alignments=blocks.alignments,
-        lower=blocks.lower,
-        upper=blocks.upper,
-        reuse_at=reuse_times(blocks),
+        ids=ids,
+        sizes=storage.sizes,
+        alignments=storage.alignments,
+        lower=lower,
+        upper=upper,
+        reuse_at=reuse_times(after_readers, upper, tensors.n_ops),
         conflicts=conflicts,
         interval_conflicts=False,
-        lower_bound=greedy_clique_bound(
-            blocks.lower, blocks.upper, blocks.sizes, conflicts.indptr, conflicts.indices
+        lower_bound=max(
+            greedy_clique_bound(lower, upper, storage.sizes, conflicts.indptr, conflicts.indices),
+            _pinned_top(storage.sizes, storage.pinned),
         ),
+        pinned=storage.pinned,
+        **graph,  # type: ignore[arg-type]
     )
+    return _bound_over_inplace_choices(problem, tensors, rules)
 
 
-def build_problem(doc: Document, name: str | None = None) -> Problem:
-    """Blocks, conflicts and lower bound of a validated document."""
+def _bound_over_inplace_choices(problem: Problem, tensors: GraphTensors, rules: Rules) -> Problem:
+    """The problem's bound, made valid for every choice of in-place writes, not just the one taken.
+
+    A plan that takes other chances than the planner did could be smaller than
+    the bound of the blocks planned; ``optimal`` must hold against all of them.
+    """
+    if rules.inplace == "never" or not tensors.inplace:
+        return problem
+    bound = max(relaxed_bound(tensors, rules), _pinned_top(problem.sizes, problem.pinned))
+    return replace(problem, lower_bound=min(problem.lower_bound, bound))
+
+
+def _after_accesses(tensors: GraphTensors, storage: Storage) -> np.ndarray:
+    """Per block, the bitset of operators surely after every access of it."""
+    assert tensors.descendants is not None
+    rows = np.empty((len(storage.roots), tensors.descendants.shape[1]), np.uint64)
+    for b, positions in enumerate(storage.accesses):
+        rows[b] = after_all(tensors, positions)
+    return rows
+
+
+def build_problem(doc: Document, name: str | None = None, rules: Rules | None = None) -> Problem:
+    """Blocks, conflicts and lower bound of a validated document, under the runtime's ``rules``."""
     label = name or doc.name or "problem"
-    return _from_graph(doc, label) if doc.is_graph else _from_buffers(doc, label)
+    problem = _from_graph(doc, label, rules or Rules()) if doc.is_graph else _from_buffers(doc, label)
+    return _check_pinned(problem)
 
 
 def _whole_numbers(values: np.ndarray, column: str) -> np.ndarray:
@@ -155,8 +249,12 @@ def problem_from_arrays(
     ids: tuple[str, ...] | None = None,
     alignment: int = 1,
     name: str = "problem",
+    offsets: np.ndarray | None = None,
 ) -> Problem:
-    """An interval problem straight from arrays (CSV readers, tests, generators)."""
+    """An interval problem straight from arrays (CSV readers, tests, generators).
+
+    ``offsets``: per buffer a pinned offset, or -1 where the planner chooses.
+    """
     sizes, lower, upper = (
         _whole_numbers(a, column) for a, column in ((sizes, "size"), (lower, "lower"), (upper, "upper"))
     )
@@ -180,4 +278,20 @@ def problem_from_arrays(
             if bid in seen:
                 raise InputError(f"duplicate buffer id {bid!r}", f"buffers[{i}].id")
             seen.add(bid)
-    return _interval_problem(name, ids, sizes, np.full(len(sizes), alignment, np.int64), lower, upper)
+    alignments = np.full(len(sizes), alignment, np.int64)
+    pinned = _pinned_offsets(offsets, alignment, len(sizes))
+    return _check_pinned(_interval_problem(name, ids, sizes, alignments, lower, upper, pinned))
+
+
+def _pinned_offsets(offsets: np.ndarray | None, alignment: int, n: int) -> np.ndarray:
+    if offsets is None:
+        return np.full(n, -1, np.int64)
+    pinned = _whole_numbers(offsets, "offset")
+    if len(pinned) != n:
+        raise InputError("offsets and sizes differ in length", "buffers")
+    if (bad := np.flatnonzero((pinned < -1) | ((pinned >= 0) & (pinned % alignment != 0)))).size:
+        raise InputError(
+            f"a pinned offset must be a non-negative multiple of {alignment}, got {pinned[bad[0]]}",
+            f"buffers[{bad[0]}].offset",
+        )
+    return pinned

@@ -42,6 +42,7 @@ Identifier = Annotated[str, Field(min_length=1, max_length=256)]
 #: Integers stay within JSON's exact range (and far inside int64, so sums do not overflow).
 MAX_INTEGER = 2**53
 PositiveInt = Annotated[int, Field(gt=0, le=MAX_INTEGER)]
+Offset = Annotated[int, Field(ge=0, le=MAX_INTEGER)]
 Time = Annotated[int, Field(ge=-MAX_INTEGER, le=MAX_INTEGER)]
 
 
@@ -63,6 +64,9 @@ class Tensor(_Strict):
     )
     part_of: Identifier | None = Field(
         None, description="The whole tensor this one is a per-core part of (multi-core splits)."
+    )
+    offset: Offset | None = Field(
+        None, description="Pinned: the runtime places this tensor at this offset; every plan keeps it there."
     )
 
     @model_validator(mode="after")
@@ -103,6 +107,18 @@ class Operator(_Strict):
     core: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = Field(
         0, description="The core whose program runs it."
     )
+    views: dict[Identifier, Identifier] = Field(
+        default_factory=dict,
+        description="Outputs that are views of an input ({output: input}): the same bytes, no copy.",
+    )
+    inplace: dict[Identifier, Identifier | list[Identifier]] = Field(
+        default_factory=dict,
+        description="Outputs the operator may write over an input ({output: input or [inputs]}); "
+        "the planner decides whether to.",
+    )
+    workspace: PositiveInt | None = Field(
+        None, description="Scratch bytes the operator needs while it runs, and only then."
+    )
 
 
 class SyncEdge(_Strict):
@@ -119,6 +135,7 @@ class Buffer(_Strict):
     lower: Time
     upper: Time
     size: PositiveInt
+    offset: Offset | None = Field(None, description="Pinned: every plan keeps the buffer at this offset.")
 
     @model_validator(mode="after")
     def _non_empty_lifetime(self) -> Self:
@@ -135,6 +152,14 @@ class Document(_Strict):
     tensors: list[Tensor] | None = None
     operators: list[Operator] | None = None
     sync: list[SyncEdge] = Field(default_factory=list, description="Cross-core ordering edges.")
+    inputs: list[Identifier] | None = Field(
+        None, description="The model's inputs (tensor ids); default: the tensors no operator writes."
+    )
+    outputs: list[Identifier] | None = Field(
+        None,
+        description="The model's outputs (tensor ids), kept intact until the model ends; "
+        "default: the tensors no operator reads.",
+    )
     buffers: list[Buffer] | None = None
 
     @model_validator(mode="after")
@@ -147,6 +172,8 @@ class Document(_Strict):
                 raise ValueError("'buffers' is empty")
             if self.sync:
                 raise ValueError("'sync' only applies to graphs")
+            if self.inputs is not None or self.outputs is not None:
+                raise ValueError("'inputs' and 'outputs' only apply to graphs")
             return self
         if not self.tensors:
             raise ValueError("'tensors' is missing or empty (or give 'buffers')")

@@ -38,7 +38,10 @@ def happens_before(doc: Document) -> set[tuple[str, str]]:
 
 
 def graph_conflicts(doc: Document) -> set[frozenset[str]]:
-    """Conflicting tensor pairs by the definition: neither's readers all precede the other's writer."""
+    """Conflicting tensor pairs by the definition: neither's readers all precede the other's writer.
+
+    Model outputs (declared, else the tensors no operator reads) are read after every operator.
+    """
     ops = doc.operators or []
     before = happens_before(doc)
     writer = {t: op.id for op in ops for t in op.outputs}
@@ -47,8 +50,10 @@ def graph_conflicts(doc: Document) -> set[frozenset[str]]:
         for t in op.inputs:
             readers[t].add(op.id)
 
+    outputs = set(doc.outputs) if doc.outputs is not None else {t for t in writer if not readers[t]}
+
     def precedes(a: str, b: str) -> bool:
-        if b not in writer:
+        if b not in writer or a in outputs:  # the caller reads an output after every operator
             return False
         done = readers[a] or {writer[a]}
         return all((r, writer[b]) in before for r in done)
