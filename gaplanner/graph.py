@@ -148,7 +148,7 @@ def _successors(
         last_on_core[op.core] = k
     for t, w in enumerate(writer):
         if w >= 0:
-            succ[w].update(readers[t])
+            succ[w].update(r for r in readers[t] if r != w)  # a workspace: written and read by one
     for i, edge in enumerate(doc.sync):
         for end in ("before", "after"):
             if getattr(edge, end) not in op_index:

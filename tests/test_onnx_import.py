@@ -208,3 +208,56 @@ def test_imported_graph_splits_over_cores() -> None:
     problem = build_problem(split_graph(import_onnx(branchy_model(), batch=2), 2))
     for solve in BASELINES.values():
         verify(problem, solve(problem).offsets)
+
+
+def encoder_with_an_early_output():
+    """A BERT-like stack: embeddings, two layers (MatMul + Add + Gelu, a Reshape view), a pooler.
+
+    Outputs: the first layer's hidden state (written early, read by nothing later), the last
+    hidden state and the pooler's output, as a BertModel asked for its hidden states returns.
+    """
+
+    def w(name, shape):
+        return numpy_helper.from_array(np.zeros(shape, np.float32), name)
+
+    ids = helper.make_tensor_value_info("ids", F32, [1, 16, 32])
+    outs = [helper.make_tensor_value_info(n, F32, None) for n in ("early", "last", "pooled")]
+    nodes = [
+        helper.make_node("Add", ["ids", "pos"], ["emb"], name="embed"),
+        helper.make_node("MatMul", ["emb", "w1"], ["m1"], name="mm1"),
+        helper.make_node("Gelu", ["m1"], ["early"], name="gelu1"),
+        helper.make_node("MatMul", ["m1", "w2"], ["m2"], name="mm2"),
+        helper.make_node("Add", ["m2", "b2"], ["a2"], name="bias2"),
+        helper.make_node("Reshape", ["a2", "shape"], ["last"], name="reshape"),
+        helper.make_node("Gather", ["last", "zero"], ["cls"], axis=1, name="cls"),
+        helper.make_node("Tanh", ["cls"], ["pooled"], name="tanh"),
+    ]
+    inits = [
+        w("pos", (1, 16, 32)), w("w1", (32, 32)), w("w2", (32, 32)), w("b2", (32,)),
+        numpy_helper.from_array(np.array([1, 16, 32], np.int64), "shape"),
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+    ]  # fmt: skip
+    return make_model(nodes, [ids], outs, inits)
+
+
+def test_an_early_onnx_output_stays_whole_until_the_model_ends() -> None:
+    doc = import_onnx(encoder_with_an_early_output())
+    assert doc.inputs == ["ids"] and doc.outputs == ["early", "last", "pooled"]
+    ops = {op.id: op for op in doc.operators or []}
+    assert ops["reshape"].views == {"last": "a2"}
+    assert ops["bias2"].inplace == {"a2": ["m2"]} and ops["gelu1"].inplace == {"early": ["m1"]}
+    problem = build_problem(doc)
+    block = dict(zip(problem.tensors.ids, problem.tensors.block_of, strict=True))
+    assert block["early"] != block["m1"]  # declared, but not taken: mm2 reads m1 afterwards
+    for name, algorithm in BASELINES.items():
+        offsets = algorithm(problem).tensor_offsets()
+        early = range(offsets["early"], offsets["early"] + 2048)
+        for later in ("m2", "a2", "last", "cls", "pooled"):  # written after 'early'
+            assert offsets[later] >= early.stop or offsets[later] + 128 <= early.start, (name, later)
+        assert offsets["last"] == offsets["a2"] == offsets["m2"]  # a view and an in-place write
+
+
+def test_no_inplace_import_declares_no_in_place_writes() -> None:
+    doc = import_onnx(encoder_with_an_early_output(), inplace=False)
+    assert all(not op.inplace for op in doc.operators or [])
+    assert any(op.views for op in doc.operators or [])
