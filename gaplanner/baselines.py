@@ -158,3 +158,12 @@ BASELINES: dict[str, Callable[[Problem], Plan]] = {
     "best-fit-coalescing": best_fit_coalescing,
     "greedy-size": greedy_size,
 }
+
+
+def baseline_plans(problem: Problem) -> dict[str, Plan]:
+    """The plan of every baseline that can plan ``problem`` (best-fit-coalescing moves pinned blocks)."""
+    return {
+        name: baseline(problem)
+        for name, baseline in BASELINES.items()
+        if not (problem.has_pinned and baseline is best_fit_coalescing)
+    }

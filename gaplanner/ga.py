@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from deap import base, tools
 
-from gaplanner.baselines import BASELINES
+from gaplanner.baselines import baseline_plans
 from gaplanner.errors import InputError
 from gaplanner.fitness import PopulationFitness, Scores, shared_prefix
 from gaplanner.io import load_problem
@@ -123,7 +123,7 @@ def heuristic_orders(problem: Problem, plans: list[Plan] | None = None) -> list[
     index = np.arange(problem.n)
     duration = problem.upper - problem.lower
     degree = problem.conflicts.degrees()
-    plans = plans if plans is not None else [baseline(problem) for baseline in BASELINES.values()]
+    plans = plans if plans is not None else list(baseline_plans(problem).values())
     keys = [(plan.offsets, problem.lower) for plan in plans]  # every baseline's plan, by address
     keys += [
         (-problem.sizes, problem.lower),  # size, largest first
@@ -485,7 +485,7 @@ def run_ga(
     """
     warm_up()
     started = time.perf_counter()
-    plans = {name: baseline(problem) for name, baseline in BASELINES.items()}
+    plans = baseline_plans(problem)
     decode_seconds = plans["first-fit"].details["decode_seconds"]
     settings = fit_population_to_budget(problem, settings or GASettings(), decode_seconds)
     if _first_generation_too_costly(settings, decode_seconds, started):

@@ -135,7 +135,7 @@ def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
     missing = [bid for bid in problem.ids if bid not in pairs]
     if missing:
         raise InputError(f"the plan has no offset for block {missing[0]!r}", "plan.blocks")
-    extra = set(pairs) - set(problem.ids)
+    extra = set(pairs) - set(problem.ids) - set(problem.tensors.ids if problem.tensors else ())
     if extra:
         raise InputError(f"the plan places unknown block {sorted(extra)[0]!r}", "plan.blocks")
     return np.array([pairs[bid] for bid in problem.ids], np.int64)
@@ -144,7 +144,13 @@ def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
 def read_tensor_offsets(problem: Problem, source: str | Path) -> dict[str, int]:
     """Every tensor's offset from a plan file: its ``tensors`` list, else its blocks' offsets."""
     path = _resolve(source)
-    data = _read_json(path) if path.suffix.lower() != ".csv" else None
+    if path.suffix.lower() == ".csv":
+        header, csv_rows = _csv_rows(path.read_text(encoding="utf-8").splitlines(), path.name)
+        if not {"id", "offset"} <= set(header):
+            raise InputError("a CSV plan needs id and offset columns", "plan")
+        offsets = _integer_column(csv_rows, "offset", 2)
+        return {row["id"]: int(offset) for row, offset in zip(csv_rows, offsets, strict=True)}
+    data = _read_json(path)
     rows = data.get("tensors") if isinstance(data, dict) else None
     if rows is None:
         offsets = read_offsets(problem, source)

@@ -83,13 +83,23 @@ class Plan:
         return rows
 
     def to_csv(self) -> str:
-        """MiniMalloc's CSV with an ``offset`` column (``id,lower,upper,size,offset``)."""
+        """MiniMalloc's CSV with an ``offset`` column (``id,lower,upper,size,offset``).
+
+        A graph's plan has a row per tensor and a ``shares_with`` column naming
+        the tensor whose bytes a view or an in-place output shares.
+        """
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["id", "lower", "upper", "size", "offset"])
-        p = self.problem
-        for i in range(p.n):
-            writer.writerow([p.ids[i], p.lower[i], p.upper[i], p.sizes[i], self.offsets[i]])
+        p, tensors = self.problem, self.problem.tensors
+        if tensors is None:
+            writer.writerow(["id", "lower", "upper", "size", "offset"])
+            for i in range(p.n):
+                writer.writerow([p.ids[i], p.lower[i], p.upper[i], p.sizes[i], self.offsets[i]])
+            return out.getvalue()
+        writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with"])
+        for t, row in enumerate(self.tensor_rows()):
+            lifetime = [tensors.lower[t], tensors.upper[t]]
+            writer.writerow([row["id"], *lifetime, row["size"], row["offset"], row.get("shares_with", "")])
         return out.getvalue()
 
 

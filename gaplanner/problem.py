@@ -34,6 +34,8 @@ class TensorMap:
     ids: tuple[str, ...]
     sizes: np.ndarray
     block_of: np.ndarray
+    lower: np.ndarray  # each tensor's own lifetime, on the problem's time axis
+    upper: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,7 +160,13 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
     tensors = analyse_graph(doc, keep_outputs=rules.keep_outputs)
     storage = group_tensors(tensors, rules)
     graph = {
-        "tensors": TensorMap(tensors.ids, tensors.sizes, storage.block_of),
+        "tensors": TensorMap(
+            tensors.ids,
+            tensors.sizes,
+            storage.block_of,
+            np.maximum(tensors.writer, 0),
+            np.array([a[-1] + 1 for a in tensors.accesses], np.int64),
+        ),
         "document": doc,
         "rules": rules,
     }

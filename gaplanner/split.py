@@ -136,6 +136,15 @@ def _check_single_core(doc: Document, cores: int) -> None:
     if doc.sync:
         raise InputError("the graph has sync edges; split a single-core graph", "sync")
     analyse_graph(doc)  # the usual validation: ids, single writers, no cycles
+    if doc.inputs is not None or doc.outputs is not None:
+        raise InputError("splitting a graph with declared inputs/outputs is not supported", "outputs")
+    for k, op in enumerate(doc.operators or []):
+        for name in ("views", "inplace", "workspace"):
+            if getattr(op, name):
+                raise InputError(f"splitting a graph with {name} is not supported", f"operators[{k}].{name}")
+    for i, tensor in enumerate(doc.tensors or []):
+        if tensor.offset is not None:
+            raise InputError("splitting a graph with pinned tensors is not supported", f"tensors[{i}].offset")
 
 
 def plan_split(doc: Document, cores: int) -> SplitPlan:
