@@ -1,6 +1,6 @@
 """Checks a plan tensor by tensor against the model's own rules.
 
-Written from the rules in ``docs/formats.md``, not from the planner's code, so
+Written from the rules in ``docs/rules.md``, not from the planner's code, so
 that a mistake in how the planner models memory (which tensors live when,
 which share bytes) cannot hide behind a block-level check that makes the same
 mistake:
