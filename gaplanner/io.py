@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gaplanner.errors import InputError
-from gaplanner.problem import Problem, build_problem, problem_from_arrays
+from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
 from gaplanner.rules import Rules
 from gaplanner.schema import parse_document
 from gaplanner.zoo import ZOO_PREFIX, zoo_document
@@ -80,9 +80,46 @@ def _csv_rows(lines: Iterable[str], name: str) -> tuple[list[str], list[dict[str
     return header, rows
 
 
+def _clock_column(rows: list[dict[str, str]], column: str, first_line: int) -> np.ndarray:
+    """A column of vector clocks (``a:b:c``) as an ``(n, components)`` array."""
+    clocks: list[list[int]] = []
+    for i, row in enumerate(rows):
+        where = f"line {first_line + i}, column {column}"
+        try:
+            clocks.append([int(part) for part in (row[column] or "").split(":")])
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"expected an integer or a clock a:b:c, got {row[column]!r}", where) from None
+        if len(clocks[-1]) != len(clocks[0]):
+            raise InputError(
+                f"a clock of {len(clocks[-1])} components; the first row's have {len(clocks[0])}", where
+            )
+    return np.array(clocks, np.int64)
+
+
+def _clock_problem(rows: list[dict[str, str]], header: list[str], name: str) -> Problem:
+    lower, upper = _clock_column(rows, "lower", 2), _clock_column(rows, "upper", 2)
+    if lower.shape[1] != upper.shape[1]:
+        raise InputError("lower and upper clocks differ in components", "line 2, column upper")
+    ids = tuple(row["id"] for row in rows) if "id" in header else None
+    offsets = _offset_column(rows, header)
+    return problem_from_clocks(
+        _integer_column(rows, "size", 2), lower, upper, ids=ids, name=name, offsets=offsets
+    )
+
+
+def _offset_column(rows: list[dict[str, str]], header: list[str]) -> np.ndarray | None:
+    """A plan's offsets read back as pins (blank: free), or None without the column."""
+    if "offset" not in header:
+        return None
+    blank = [{"offset": row["offset"] or "-1"} for row in rows]
+    return _integer_column(blank, "offset", 2)
+
+
 def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
-    """A problem from MiniMalloc CSV text."""
+    """A problem from MiniMalloc CSV text, or omnimalloc's (times may be vector clocks ``a:b:c``)."""
     header, rows = _csv_rows(text.splitlines(), name)
+    if {"lower", "upper", "size"} <= set(header) and any(":" in (r["lower"] or "") for r in rows):
+        return _clock_problem(rows, header, name)
     if {"lower", "upper"} <= set(header):
         lower, upper = _integer_column(rows, "lower", 2), _integer_column(rows, "upper", 2)
     elif {"start", "end"} <= set(header):  # MiniMalloc's legacy columns: inclusive end

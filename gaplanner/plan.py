@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.clocks import format_clock
 from gaplanner.errors import PlanError
 from gaplanner.model_check import check_tensor_plan
 from gaplanner.problem import Problem
@@ -94,7 +95,10 @@ class Plan:
         if tensors is None:
             writer.writerow(["id", "lower", "upper", "size", "offset"])
             for i in range(p.n):
-                writer.writerow([p.ids[i], p.lower[i], p.upper[i], p.sizes[i], self.offsets[i]])
+                lifetime = [p.lower[i], p.upper[i]]
+                if p.clocks is not None:  # omnimalloc's vector clocks, a:b:c
+                    lifetime = [format_clock(p.clocks.lower[i]), format_clock(p.clocks.upper[i])]
+                writer.writerow([p.ids[i], *lifetime, p.sizes[i], self.offsets[i]])
             return out.getvalue()
         writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with"])
         for t, row in enumerate(self.tensor_rows()):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from gaplanner.bounds import greedy_clique_bound, max_load
+from gaplanner.clocks import Clocks, check_clocks, clock_bound, clock_conflicts, time_axis
 from gaplanner.conflicts import (
     ConflictGraph,
     conflicts_from_intervals,
@@ -67,6 +68,8 @@ class Problem:
     #: the graph document and the rules it was planned under, for the model-level check of every plan
     document: Document | None = None
     rules: Rules = field(default_factory=Rules)
+    #: vector-clock lifetimes (multi-stream buffer lists); None otherwise
+    clocks: Clocks | None = None
 
     def __post_init__(self) -> None:
         # Offsets and peaks are int64: the sizes must add up well inside it.
@@ -303,3 +306,43 @@ def _pinned_offsets(offsets: np.ndarray | None, alignment: int, n: int) -> np.nd
             f"buffers[{bad[0]}].offset",
         )
     return pinned
+
+
+def problem_from_clocks(
+    sizes: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    ids: tuple[str, ...] | None = None,
+    alignment: int = 1,
+    name: str = "problem",
+    offsets: np.ndarray | None = None,
+) -> Problem:
+    """A problem from vector-clock lifetimes: ``lower``/``upper`` are ``(n, components)`` arrays.
+
+    See :mod:`gaplanner.clocks`; with one component it is :func:`problem_from_arrays`.
+    """
+    lower, upper = np.asarray(lower, np.int64), np.asarray(upper, np.int64)
+    if lower.ndim != 2 or lower.shape != upper.shape:
+        raise InputError("lower and upper must be (buffers, components) arrays of one shape", "buffers")
+    if lower.shape[1] == 1:
+        return problem_from_arrays(sizes, lower[:, 0], upper[:, 0], ids=ids, alignment=alignment, name=name,
+                                   offsets=offsets)  # fmt: skip
+    check_clocks(lower, upper)
+    flat = problem_from_arrays(
+        sizes, lower.sum(axis=1), upper.sum(axis=1), ids=ids, alignment=alignment, name=name, offsets=offsets
+    )  # the same checks of sizes, ids and pins as any buffer list
+    clocks = Clocks(lower, upper)
+    conflicts = clock_conflicts(clocks)
+    axis_lower, axis_upper, reuse_at = time_axis(clocks, conflicts)
+    problem = replace(
+        flat,
+        reuse_at=reuse_at,
+        conflicts=conflicts,
+        interval_conflicts=False,
+        lower_bound=max(
+            clock_bound(axis_lower, axis_upper, flat.sizes, conflicts), _pinned_top(flat.sizes, flat.pinned)
+        ),
+        clocks=clocks,
+    )
+    return _check_pinned(problem)
