@@ -265,6 +265,29 @@ def _add_import_parser(sub: argparse._SubParsersAction) -> None:
     imp.set_defaults(handler=_import)
 
 
+def _convert(args: argparse.Namespace) -> int:
+    from gaplanner.convert import convert
+
+    write_text(args.output, convert(load_problem(args.input, rules=_rules(args)), args.to))
+    return 0
+
+
+def _add_convert_parser(sub: argparse._SubParsersAction) -> None:
+    from gaplanner.convert import FORMATS
+
+    conv = sub.add_parser("convert", help="write an input in another planner's format")
+    conv.add_argument("input", help="anything 'plan' reads")
+    conv.add_argument(
+        "--to",
+        choices=FORMATS,
+        required=True,
+        help="buffers (buffer-list JSON), minimalloc (CSV), omnimalloc (CSV, vector clocks) or graph (JSON)",
+    )
+    conv.add_argument("--output", "-o", help="write here instead of stdout")
+    _add_rules_options(conv)
+    conv.set_defaults(handler=_convert)
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:
         from service.app import run_server
@@ -351,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_zoo_parser(sub)
     _add_import_parser(sub)
+    _add_convert_parser(sub)
     _add_serve_parser(sub)
     return parser
 

@@ -17,6 +17,10 @@ def document_data(doc: Document) -> dict[str, Any]:
         del data["alignment"]
     if not data.get("sync"):
         data.pop("sync", None)
+    for op in data.get("operators", []):
+        for key in ("views", "inplace"):
+            if not op.get(key):
+                op.pop(key, None)
     return data
 
 

@@ -126,3 +126,28 @@ def test_conflicts_agree_with_omnimalloc_on_its_sync_patterns(tmp_path: Path) ->
         theirs = {frozenset((str(a), str(b))) for a, others in conflicts(allocations).items() for b in others}
         a, b = problem.conflicts.edges()
         assert {frozenset((problem.ids[i], problem.ids[j])) for i, j in zip(a, b, strict=True)} == theirs
+
+
+@pytest.mark.parametrize("to", ["buffers", "minimalloc", "omnimalloc"])
+def test_convert_round_trips_an_interval_problem(to: str, tmp_path: Path) -> None:
+    from gaplanner.convert import convert
+
+    problem = load_problem("example:seed000_queue")
+    target = tmp_path / ("converted.json" if to == "buffers" else "converted.csv")
+    target.write_text(convert(problem, to))
+    again = load_problem(target)
+    assert again.ids == problem.ids and again.lower_bound == problem.lower_bound
+    assert (again.lower == problem.lower).all() and (again.upper == problem.upper).all()
+
+
+def test_convert_keeps_clocks_and_refuses_what_has_no_form(tmp_path: Path, capsys) -> None:
+    source = tmp_path / "streams.csv"
+    source.write_text("id,lower,upper,size\na,0:0,2:0,4\nb,0:0,0:2,4\n")
+    out = tmp_path / "out.csv"
+    assert main(["convert", str(source), "--to", "omnimalloc", "-o", str(out)]) == 0
+    assert out.read_text() == source.read_text()
+    assert main(["convert", str(source), "--to", "minimalloc"]) == 2
+    assert "no MiniMalloc form" in capsys.readouterr().err
+    assert main(["convert", "zoo:resnet50@2", "--to", "minimalloc"]) == 2
+    assert main(["convert", "example:seed000_queue", "--to", "graph", "-o", str(tmp_path / "g.json")]) == 0
+    assert load_problem(tmp_path / "g.json").lower_bound == 5120
