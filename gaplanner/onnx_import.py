@@ -160,12 +160,26 @@ def _check_topological(graph: Any) -> None:
         defined.update(node.output)
 
 
+def _has_symbolic_batch(model: Any) -> bool:
+    """Whether a graph input's first dimension is symbolic or unknown (what ``--batch`` fixes)."""
+    initializers = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in initializers or not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            return True
+    return False
+
+
 def _describe_shape(dims: Any) -> str:
     parts = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
     return "[" + ", ".join(parts) + "]"
 
 
-def _tensor_entry(onnx: Any, name: str, value: Any, field: str, batch: int | None) -> dict[str, Any] | None:
+def _tensor_entry(
+    onnx: Any, name: str, value: Any, field: str, symbolic_batch: bool
+) -> dict[str, Any] | None:
     """The document tensor for a value, or None when it holds no bytes."""
     if value is None or not value.type.HasField("tensor_type"):
         kind = "no type" if value is None else f"a non-tensor type ({value.type.WhichOneof('value')})"
@@ -176,7 +190,12 @@ def _tensor_entry(onnx: Any, name: str, value: Any, field: str, batch: int | Non
         raise InputError(f"tensor {name!r} has an unknown rank: shape inference cannot resolve it", field)
     dims = tensor_type.shape.dim
     if any(not d.HasField("dim_value") for d in dims):
-        hint = "" if batch is not None else "; fix a symbolic batch size with --batch N"
+        hint = (
+            "; fix the inputs' symbolic batch size with --batch N"
+            if symbolic_batch
+            else "; the model's inputs are static, so its value depends on data shape inference cannot "
+            "compute (a shape computed at run time)"
+        )
         raise InputError(
             f"tensor {name!r} has a dynamic shape {_describe_shape(dims)} that shape inference "
             f"cannot resolve{hint}",
@@ -230,13 +249,42 @@ def _aliases(
     return fields
 
 
+def fold_constants(model: Any) -> Any:
+    """The model with its constant computations folded, as ONNX Runtime's basic level does.
+
+    Exporters (PyTorch's TorchScript one, say) compute shapes at run time with
+    ``Shape``/``Gather``/``Concat`` chains that ONNX shape inference does not
+    evaluate; onnxscript's constant folding evaluates them, so the shapes become
+    static and the folded values become constants (weights, not planned). No
+    other rewriting is done: every other node is planned as exported. Without
+    onnxscript, or when it cannot handle the model, the model is returned as it
+    was (shape inference then says which tensor stays unknown).
+    """
+    try:
+        import onnx_ir
+        from onnxscript.optimizer import fold_constants as fold
+    except ImportError:
+        return model
+    try:
+        folded = onnx_ir.serde.deserialize_model(model)
+        fold(folded, should_fold=lambda node: True)  # its default skips shape chains like Where(Equal(..))
+        return onnx_ir.serde.serialize_model(folded)
+    except Exception:  # the folder's own limits: plan the model as exported
+        return model
+
+
 def import_onnx(
-    source: str | Path | Any, batch: int | None = None, name: str | None = None, inplace: bool = True
+    source: str | Path | Any,
+    batch: int | None = None,
+    name: str | None = None,
+    inplace: bool = True,
+    fold: bool = True,
 ) -> Document:
     """A graph document from an ONNX model (a path or a ``ModelProto``), see the module doc.
 
     ``inplace=False`` declares no in-place chances, for a backend whose kernels
-    cannot write over their inputs.
+    cannot write over their inputs. ``fold=False`` plans the nodes as exported,
+    without folding constant computations first (:func:`fold_constants`).
     """
     onnx = _onnx()
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
@@ -246,6 +294,9 @@ def import_onnx(
     _check_topological(model.graph)
     if batch is not None:
         _fix_batch(model, batch)
+    symbolic_batch = _has_symbolic_batch(model)
+    if fold:
+        model = fold_constants(model)
     try:
         model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as exc:  # InferenceError, ValidationError: the model itself is inconsistent
@@ -261,7 +312,7 @@ def import_onnx(
     tensors: dict[str, dict[str, Any] | None] = {}  # None: a zero-sized tensor, left out
     for k, value in enumerate(graph.input):
         if value.name not in weights:
-            tensors[value.name] = _tensor_entry(onnx, value.name, value, f"graph.input[{k}]", batch)
+            tensors[value.name] = _tensor_entry(onnx, value.name, value, f"graph.input[{k}]", symbolic_batch)
 
     operators: list[dict[str, Any]] = []
     op_ids: set[str] = set()
@@ -284,7 +335,7 @@ def import_onnx(
                 continue
             field = f"graph.node[{k}].output[{m}]"
             tensors[tensor_name] = entry = _tensor_entry(
-                onnx, tensor_name, values.get(tensor_name), field, batch
+                onnx, tensor_name, values.get(tensor_name), field, symbolic_batch
             )
             if entry is not None:
                 outputs.append(tensor_name)

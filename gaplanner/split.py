@@ -23,6 +23,10 @@ cores. The graph carries no operator semantics, so the rule is generic:
   as its outputs (same rank, same dimension, same number of parts): the data
   stays on its core, like ``D10`` → ``A.pool``. Any other input (a reduction
   such as global pooling, a dense layer) is read whole by every core.
+* **Views and in-place writes** stay declared on the operators that run whole;
+  the per-core copies of a split operator write their own parts (no views, no
+  in-place chances). The model's declared inputs and outputs stay whole
+  tensors (an output written in parts is combined).
 * **Split and combine.** A graph input that some per-core operator reads in
   parts is cut by ``TENSOR/split`` on core 0 into ``TENSOR@c`` parts. A tensor
   produced in parts that is read whole, or is a graph output, is gathered by
@@ -136,12 +140,11 @@ def _check_single_core(doc: Document, cores: int) -> None:
     if doc.sync:
         raise InputError("the graph has sync edges; split a single-core graph", "sync")
     analyse_graph(doc)  # the usual validation: ids, single writers, no cycles
-    if doc.inputs is not None or doc.outputs is not None:
-        raise InputError("splitting a graph with declared inputs/outputs is not supported", "outputs")
     for k, op in enumerate(doc.operators or []):
-        for name in ("views", "inplace", "workspace"):
-            if getattr(op, name):
-                raise InputError(f"splitting a graph with {name} is not supported", f"operators[{k}].{name}")
+        if op.workspace is not None:
+            raise InputError(
+                "splitting a graph with workspaces is not supported", f"operators[{k}].workspace"
+            )
     for i, tensor in enumerate(doc.tensors or []):
         if tensor.offset is not None:
             raise InputError("splitting a graph with pinned tensors is not supported", f"tensors[{i}].offset")
@@ -184,7 +187,8 @@ def plan_split(doc: Document, cores: int) -> SplitPlan:
         if tid not in writer or layouts[tid].parts == 1:
             whole[tid] = True
         else:
-            whole[tid] = not readers[tid] or any(not reads_parts[r.id, tid] for r in readers[tid])
+            read_whole = any(not reads_parts[r.id, tid] for r in readers[tid])
+            whole[tid] = not readers[tid] or read_whole or tid in (doc.outputs or [])
     # A graph input cut into parts nobody reads in parts needs no split: keep it whole only.
     for tid in tensors:
         if tid not in writer and not any(reads_parts[r.id, tid] for r in readers[tid]):
@@ -235,7 +239,14 @@ def split_graph(doc: Document, cores: int) -> Document:
     _check_unique([t.id for t in out_tensors], "tensors")
     _check_unique([o.id for o in out_ops], "operators")
     name = f"{doc.name}{CORE_SEP}{cores}" if doc.name else None
-    return Document(name=name, alignment=doc.alignment, tensors=out_tensors, operators=out_ops)
+    return Document(
+        name=name,
+        alignment=doc.alignment,
+        tensors=out_tensors,
+        operators=out_ops,
+        inputs=doc.inputs,
+        outputs=doc.outputs,
+    )
 
 
 def _check_unique(ids: list[str], field: str) -> None:

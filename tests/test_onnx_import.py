@@ -118,14 +118,16 @@ def test_shapes_computed_by_shape_ops_resolve_with_data_propagation() -> None:
         helper.make_node("Shape", ["x"], ["shape"]),
         helper.make_node("Reshape", ["f", "shape"], ["y"]),
     ]
-    doc = import_onnx(make_model(nodes, [x], [y]), batch=5)
-    assert {t.id: (t.shape, t.nbytes) for t in doc.tensors or []} == {
+    sizes = {
         "x": ([5, 3, 4, 4], 960),
         "r": ([5, 3, 4, 4], 960),
         "f": ([5, 48], 960),
-        "shape": ([4], 32),  # int64
         "y": ([5, 3, 4, 4], 960),
     }
+    doc = import_onnx(make_model(nodes, [x], [y]), batch=5, fold=False)
+    assert {t.id: (t.shape, t.nbytes) for t in doc.tensors or []} == {**sizes, "shape": ([4], 32)}  # int64
+    folded = import_onnx(make_model(nodes, [x], [y]), batch=5)  # Shape(x) is a constant once x is fixed
+    assert {t.id: (t.shape, t.nbytes) for t in folded.tensors or []} == sizes
 
 
 def test_sub_byte_types_round_up_to_whole_bytes() -> None:
@@ -261,3 +263,34 @@ def test_no_inplace_import_declares_no_in_place_writes() -> None:
     doc = import_onnx(encoder_with_an_early_output(), inplace=False)
     assert all(not op.inplace for op in doc.operators or [])
     assert any(op.views for op in doc.operators or [])
+
+
+def test_a_shape_computed_at_run_time_is_folded_and_the_error_does_not_blame_the_batch() -> None:
+    """TorchScript exports build Expand's target shape with Where/Equal/ConstantOfShape chains."""
+    x = helper.make_tensor_value_info("x", F32, [2, 8])
+    y = helper.make_tensor_value_info("y", F32, None)
+    nodes = [
+        helper.make_node(
+            "ConstantOfShape", ["two"], ["ones"], value=numpy_helper.from_array(np.array([1], np.int64))
+        ),
+        helper.make_node("Mul", ["ones", "minus_one"], ["minus"]),
+        helper.make_node("Equal", ["wanted", "minus"], ["keep"]),
+        helper.make_node("Where", ["keep", "ones", "wanted"], ["target"]),
+        helper.make_node("Expand", ["row", "target"], ["e"]),
+        helper.make_node("Add", ["x", "e"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([2], np.int64), "two"),
+        numpy_helper.from_array(np.array(-1, np.int64), "minus_one"),
+        numpy_helper.from_array(np.array([2, 8], np.int64), "wanted"),
+        numpy_helper.from_array(np.ones((1, 8), np.float32), "row"),
+    ]
+    model = make_model(nodes, [x], [y], inits)
+    assert {t.id: t.shape for t in import_onnx(model).tensors or []} == {
+        "x": [2, 8],
+        "e": [2, 8],
+        "y": [2, 8],
+    }
+    with pytest.raises(InputError, match="the model's inputs are static") as caught:
+        import_onnx(model, fold=False)
+    assert "--batch" not in str(caught.value)
