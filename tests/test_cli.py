@@ -54,7 +54,7 @@ def test_plan_then_verify_round_trip(capsys, tmp_path: Path, fmt: str) -> None:
     code, _, _ = run(capsys, "plan", "example:multicore_fig1b", "--format", fmt, "-o", str(out_file))
     assert code == 0
     if fmt == "csv":
-        assert out_file.read_text().splitlines()[0] == "id,lower,upper,size,offset"
+        assert out_file.read_text().splitlines()[0] == "id,lower,upper,size,offset,shares_with"  # a graph
     code, out, _ = run(capsys, "verify", "example:multicore_fig1b", str(out_file))
     assert code == 0 and out.startswith("valid")
 
