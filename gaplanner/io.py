@@ -149,7 +149,12 @@ def load_problem(source: str | Path, rules: Rules | None = None) -> Problem:
         from gaplanner.onnx_import import import_onnx  # onnx stays optional
 
         return build_problem(import_onnx(path), name, rules)
-    return build_problem(parse_document(_read_json(path)), name, rules)
+    data = _read_json(path)
+    if isinstance(data, dict) and "models" in data:
+        from gaplanner.pool import problem_from_pool_document
+
+        return problem_from_pool_document(data, name, rules)
+    return build_problem(parse_document(data), name, rules)
 
 
 def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:

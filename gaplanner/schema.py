@@ -190,7 +190,7 @@ class Document(_Strict):
         return len(self.buffers) if self.buffers is not None else len(self.tensors or [])
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
+def field_path(loc: tuple[Any, ...]) -> str:
     path = ""
     for part in loc:
         if isinstance(part, int):
@@ -209,7 +209,7 @@ def parse_document(data: Any) -> Document:
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         message = first["msg"].removeprefix("Value error, ")
-        raise InputError(message, _field_path(first["loc"]) or None) from None
+        raise InputError(message, field_path(first["loc"]) or None) from None
 
 
 def document_json_schema() -> dict[str, Any]:

@@ -1,0 +1,233 @@
+"""Several models in one memory pool: run one after another, or at the same time.
+
+Each model keeps its own id namespace (``MODEL/tensor``). One after another
+(``sequential``), a model starts when the one before has finished, so every
+byte can be reused; at the same time (``concurrent``), each model runs on its
+own cores or streams and nothing live in one shares with anything live in
+another. A model's outputs are read by its caller when that model ends. A
+tensor listed in ``shared`` (a KV cache read by a prefill and a decode model,
+say) is one buffer under its own name for every model that uses it, and
+persists across them all.
+
+Graphs pool into one graph (its happens-before order says who runs when);
+buffer lists pool into one buffer list (shifted in time one after another, or
+on vector clocks, one component per model, at the same time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gaplanner.errors import InputError
+from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
+from gaplanner.rules import Rules
+from gaplanner.schema import Document, Identifier, Operator, SyncEdge, Tensor, field_path, parse_document
+
+TOGETHER: tuple[str, ...] = ("sequential", "concurrent")
+#: Separator between a model's id and its own ids in the pooled document.
+MODEL_SEP = "/"
+CALLER = "<caller>"  # reads a model's outputs when it ends
+FEED = "<feed>"  # writes a model's inputs when it starts
+
+
+class PooledModel(BaseModel):
+    """One model of a pool: an id and its document (a graph or a buffer list)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: Identifier
+    document: dict[str, Any]
+
+
+class PoolDocument(BaseModel):
+    """Several models planned into one pool (``gaplanner plan A B --together ...``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str | None = None
+    models: Annotated[list[PooledModel], Field(min_length=1)]
+    together: Literal["sequential", "concurrent"] = "sequential"
+    shared: list[Identifier] = Field(default_factory=list, description="Tensor ids shared by the models.")
+
+
+def _check_ids(models: Sequence[tuple[str, Document]]) -> None:
+    seen: set[str] = set()
+    for k, (model_id, _) in enumerate(models):
+        if model_id in seen:
+            raise InputError(f"model id {model_id!r} is used twice", f"models[{k}].id")
+        seen.add(model_id)
+
+
+def _shared_sizes(models: Sequence[tuple[str, Document]], shared: Sequence[str]) -> dict[str, Tensor]:
+    found: dict[str, Tensor] = {}
+    for k, (model_id, doc) in enumerate(models):
+        for tensor in doc.tensors or []:
+            if tensor.id not in shared:
+                continue
+            if tensor.id in found and found[tensor.id].nbytes != tensor.nbytes:
+                raise InputError(
+                    f"shared tensor {tensor.id!r} has {tensor.nbytes} bytes in model {model_id!r}, "
+                    f"{found[tensor.id].nbytes} before",
+                    f"models[{k}].document.tensors",
+                )
+            found.setdefault(tensor.id, tensor)
+    for name in shared:
+        if name not in found:
+            raise InputError(f"no model has a tensor {name!r}", "shared")
+    return found
+
+
+def _model_outputs(doc: Document) -> list[str]:
+    if doc.outputs is not None:
+        return list(doc.outputs)
+    read = {t for op in doc.operators or [] for t in op.inputs}
+    return [t for op in doc.operators or [] for t in op.outputs if t not in read]
+
+
+def _renamed_operators(model_id: str, doc: Document, rename: Any, core_base: int) -> list[Operator]:
+    ops = []
+    for op in doc.operators or []:
+        hosts = {o: [rename(t) for t in ([i] if isinstance(i, str) else i)] for o, i in op.inplace.items()}
+        ops.append(
+            op.model_copy(
+                update={
+                    "id": f"{model_id}{MODEL_SEP}{op.id}",
+                    "inputs": [rename(t) for t in op.inputs],
+                    "outputs": [rename(t) for t in op.outputs],
+                    "views": {rename(o): rename(i) for o, i in op.views.items()},
+                    "inplace": {rename(o): h for o, h in zip(hosts, hosts.values(), strict=True)},
+                    "core": core_base + op.core,
+                }
+            )
+        )
+    return ops
+
+
+def _pool_graphs(models: Sequence[tuple[str, Document]], together: str, shared: Sequence[str]) -> Document:
+    shared_tensors = _shared_sizes(models, shared)
+    tensors: list[Tensor] = list(shared_tensors.values())
+    operators: list[Operator] = []
+    sync: list[SyncEdge] = []
+    previous_ends: list[str] = []
+    core_base = 0
+    for model_id, doc in models:
+
+        def rename(t: str, model_id: str = model_id) -> str:
+            return t if t in shared_tensors else f"{model_id}{MODEL_SEP}{t}"
+
+        tensors += [
+            t.model_copy(update={"id": rename(t.id)}) for t in doc.tensors or [] if t.id not in shared
+        ]
+        ops = _renamed_operators(model_id, doc, rename, core_base)
+        inputs = [rename(t) for t in _model_inputs(doc) if t not in shared_tensors]
+        feed = Operator(id=f"{model_id}{MODEL_SEP}{FEED}", outputs=inputs, core=core_base)
+        sync += [SyncEdge(before=feed.id, after=op.id) for op in _firsts(ops) if op.core != feed.core]
+        if together == "sequential" and previous_ends:  # this model starts when the last one has ended
+            starts = [feed, *_firsts(ops)]
+            sync += [SyncEdge(before=end, after=op.id) for end in previous_ends for op in starts]
+        caller = Operator(
+            id=f"{model_id}{MODEL_SEP}{CALLER}",
+            inputs=[rename(t) for t in _model_outputs(doc)],
+            core=core_base,
+        )
+        sync += [SyncEdge(before=op.id, after=caller.id) for op in _lasts(ops) if op.core != caller.core]
+        operators += [feed, *ops, caller]
+        previous_ends = [caller.id]
+        cores = {op.core for op in doc.operators or []}
+        if together == "concurrent":
+            core_base += max(cores) + 1
+    written = {t for op in operators for t in op.outputs}
+    return Document(
+        name=None,
+        alignment=int(np.lcm.reduce([doc.alignment for _, doc in models])),
+        tensors=tensors,
+        operators=operators,
+        sync=sync,
+        inputs=[t for t in shared_tensors if t not in written]
+        + [f"{m}{MODEL_SEP}{t}" for m, doc in models for t in (doc.inputs or [])],
+        outputs=list(shared_tensors),
+    )
+
+
+def _model_inputs(doc: Document) -> list[str]:
+    written = {t for op in doc.operators or [] for t in op.outputs}
+    return [t.id for t in doc.tensors or [] if t.id not in written]
+
+
+def _firsts(ops: list[Operator]) -> list[Operator]:
+    firsts: dict[int, Operator] = {}
+    for op in ops:
+        firsts.setdefault(op.core, op)
+    return list(firsts.values())
+
+
+def _lasts(ops: list[Operator]) -> list[Operator]:
+    return list({op.core: op for op in ops}.values())
+
+
+def _pool_buffers(models: Sequence[tuple[str, Document]], together: str, name: str) -> Problem:
+    ids, sizes, lower, upper = [], [], [], []
+    for k, (model_id, doc) in enumerate(models):
+        for b in doc.buffers or []:
+            ids.append(f"{model_id}{MODEL_SEP}{b.id}")
+            sizes.append(b.size)
+            lower.append((k, b.lower))
+            upper.append((k, b.upper))
+    if together == "sequential":
+        span = [
+            max(b.upper for b in doc.buffers or []) - min(b.lower for b in doc.buffers or [])
+            for _, doc in models
+        ]
+        start = np.concatenate([[0], np.cumsum(span)])
+        first = [min(b.lower for b in doc.buffers or []) for _, doc in models]
+        lo = np.array([start[k] + t - first[k] for k, t in lower])
+        up = np.array([start[k] + t - first[k] for k, t in upper])
+        return problem_from_arrays(np.array(sizes), lo, up, ids=tuple(ids), name=name)
+    clocks = np.zeros((2, len(ids), len(models)), np.int64)
+    for row, ((k, lo), (_, up)) in enumerate(zip(lower, upper, strict=True)):
+        clocks[0, row, k], clocks[1, row, k] = lo, up
+    return problem_from_clocks(np.array(sizes), clocks[0], clocks[1], ids=tuple(ids), name=name)
+
+
+def pool_problem(
+    models: Sequence[tuple[str, Document]],
+    together: str = "sequential",
+    shared: Sequence[str] = (),
+    rules: Rules | None = None,
+    name: str = "pool",
+) -> Problem:
+    """The pooled problem of several models (see the module doc)."""
+    if together not in TOGETHER:
+        raise InputError(f"must be one of {', '.join(TOGETHER)}, got {together!r}", "together")
+    _check_ids(models)
+    graphs = [doc.is_graph for _, doc in models]
+    if all(graphs):
+        return build_problem(_pool_graphs(models, together, shared), name, rules)
+    if any(graphs):
+        raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
+    if shared:
+        raise InputError("shared tensors name graph tensors; buffer lists share nothing", "shared")
+    return _pool_buffers(models, together, name)
+
+
+def problem_from_pool_document(
+    data: dict[str, Any], name: str | None = None, rules: Rules | None = None
+) -> Problem:
+    """A problem from a ``{"models": [...], "together": ..., "shared": [...]}`` document."""
+    try:
+        pool = PoolDocument.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise InputError(
+            first["msg"].removeprefix("Value error, "), field_path(first["loc"]) or None
+        ) from None
+    models = []
+    for k, model in enumerate(pool.models):
+        try:
+            models.append((model.id, parse_document(model.document)))
+        except InputError as exc:
+            where = f"models[{k}].document" + (f".{exc.field}" if exc.field else "")
+            raise InputError(exc.reason, where) from None
+    return pool_problem(models, pool.together, pool.shared, rules, name or pool.name or "pool")

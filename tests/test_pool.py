@@ -1,0 +1,88 @@
+"""Several models in one pool: one after another, at the same time, with a shared buffer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document
+from gaplanner.pool import pool_problem
+from gaplanner.zoo import zoo_document
+
+
+def chain(prefix: str, sizes: list[int], reads: str | None = None, writes: str | None = None) -> dict:
+    """A chain of operators; optionally one reads (or writes) the shared 'kv' tensor."""
+    tensors = [{"id": f"{prefix}{k}", "size": s} for k, s in enumerate(sizes)]
+    ops = [
+        {"id": f"op{k}", "inputs": [f"{prefix}{k - 1}"] if k else [], "outputs": [f"{prefix}{k}"]}
+        for k in range(len(sizes))
+    ]
+    if writes:
+        tensors.append({"id": writes, "size": 8})
+        ops[0]["outputs"].append(writes)
+    if reads:
+        tensors.append({"id": reads, "size": 8})
+        ops[-1]["inputs"].append(reads)
+    return {"tensors": tensors, "operators": ops}
+
+
+def overlap(offsets: dict[str, int], sizes: dict[str, int], a: str, b: str) -> bool:
+    return offsets[a] < offsets[b] + sizes[b] and offsets[b] < offsets[a] + sizes[a]
+
+
+def test_one_after_another_shares_everything_at_the_same_time_nothing() -> None:
+    models = [(name, zoo_document(name)) for name in ("mobilenetv1", "googlenet")]
+    alone = [build_problem(doc).lower_bound for _, doc in models]
+    sequential, concurrent = pool_problem(models, "sequential"), pool_problem(models, "concurrent")
+    assert sequential.lower_bound == max(alone)
+    assert concurrent.lower_bound >= max(alone)
+    plan = BASELINES["greedy-size"](concurrent)
+    offsets, sizes = (
+        plan.tensor_offsets(),
+        dict(zip(concurrent.tensors.ids, concurrent.tensors.sizes, strict=True)),
+    )
+    first = [t for t in offsets if t.startswith("mobilenetv1/")]
+    second = [t for t in offsets if t.startswith("googlenet/")]
+    assert not any(overlap(offsets, sizes, a, b) for a in first[::7] for b in second[::7])
+
+
+def test_a_shared_buffer_persists_across_the_models() -> None:
+    prefill = parse_document(chain("p", [64, 64, 64], writes="kv"))
+    decode = parse_document(chain("d", [64, 64, 64], reads="kv"))
+    problem = pool_problem([("prefill", prefill), ("decode", decode)], "sequential", shared=["kv"])
+    assert "kv" in problem.tensors.ids and "prefill/kv" not in problem.tensors.ids
+    for algorithm in BASELINES.values():
+        plan = algorithm(problem)
+        offsets = plan.tensor_offsets()
+        sizes = dict(zip(problem.tensors.ids, problem.tensors.sizes, strict=True))
+        assert not any(overlap(offsets, sizes, "kv", t) for t in offsets if t != "kv")
+
+
+def test_pool_documents_load_and_bad_pools_are_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "pool.json"
+    a, b = chain("a", [16, 16]), chain("b", [32, 32])
+    path.write_text(json.dumps({"models": [{"id": "a", "document": a}, {"id": "b", "document": b}]}))
+    assert load_problem(path).lower_bound == 64
+    path.write_text(json.dumps({"models": [{"id": "a", "document": a}, {"id": "a", "document": b}]}))
+    with pytest.raises(InputError, match="model id 'a' is used twice") as caught:
+        load_problem(path)
+    assert caught.value.field == "models[1].id"
+    kv_small, kv_big = chain("a", [16], writes="kv"), chain("b", [16], reads="kv")
+    kv_big["tensors"][-1]["size"] = 9
+    docs = [{"id": "a", "document": kv_small}, {"id": "b", "document": kv_big}]
+    path.write_text(json.dumps({"models": docs, "shared": ["kv"]}))
+    with pytest.raises(InputError, match="shared tensor 'kv' has 9 bytes"):
+        load_problem(path)
+    path.write_text(json.dumps({"models": [{"id": "a", "document": a}], "together": "interleaved"}))
+    with pytest.raises(InputError) as caught:
+        load_problem(path)
+    assert caught.value.field == "together"
+
+
+def test_buffer_lists_pool_in_time_or_on_clocks() -> None:
+    one = parse_document({"buffers": [{"id": "x", "lower": 0, "upper": 2, "size": 10}]})
+    two = parse_document({"buffers": [{"id": "y", "lower": 5, "upper": 6, "size": 7}]})
+    assert pool_problem([("a", one), ("b", two)], "sequential").lower_bound == 10
+    assert pool_problem([("a", one), ("b", two)], "concurrent").lower_bound == 17
