@@ -51,6 +51,7 @@ class _Groups:
         self.pinned = tensors.pinned.copy()
         self.accesses = [set(a.tolist()) for a in tensors.accesses]
         self.first = np.maximum(tensors.writer, 0)  # where its lifetime starts
+        self.writes = [{int(w)} for w in tensors.writer]  # positions writing a member
         self.ids = tensors.ids
 
     def find(self, t: int) -> int:
@@ -72,6 +73,7 @@ class _Groups:
         self.pinned[keep] = max(self.pinned[keep], self.pinned[other])
         self.accesses[keep] |= self.accesses[other]
         self.first[keep] = min(self.first[keep], self.first[other])
+        self.writes[keep] |= self.writes[other]
 
     def lifetime(self, g: int) -> tuple[int, int]:
         """First and last position at which group ``g`` holds its bytes."""
@@ -90,6 +92,8 @@ def _inplace_is_legal(groups: _Groups, tensors: GraphTensors, host: int, out: in
     if host == out or groups.pinned[host] >= 0 or groups.pinned[out] >= 0:
         return False
     if groups.first[out] < at:  # the output already shares bytes with something older
+        return False
+    if at in groups.writes[host]:  # another output of this operator already took these bytes
         return False
     if groups.size[out] > groups.size[host]:
         return False
