@@ -41,7 +41,6 @@ import hashlib
 import io
 import json
 import os
-import signal
 import socket
 import statistics
 import sys
@@ -54,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.common import benchmarks_root, markdown_table
+from gaplanner.distributed.session import sigterm_unwinds
 from gaplanner.errors import InputError
 from gaplanner.ga import GASettings
 from gaplanner.solve import ALGORITHMS
@@ -220,15 +220,9 @@ def read_source(source: str) -> Any:
 
 @lru_cache(maxsize=2)
 def _problem(name: str, source: Any) -> Any:
-    from gaplanner.io import load_problem, problem_from_csv_text, problem_from_json
+    from gaplanner.io import load_problem
 
-    if isinstance(source, str):
-        return load_problem(source)
-    filename, text = source
-    stem = filename.rsplit(".", 1)[0]
-    if filename.lower().endswith(".csv"):
-        return problem_from_csv_text(text, stem)
-    return problem_from_json(json.loads(text), stem)
+    return load_problem(source)
 
 
 def run_cell(cell: Cell, source: Any) -> dict[str, Any]:
@@ -245,6 +239,7 @@ def run_cell(cell: Cell, source: Any) -> dict[str, Any]:
     if cell.algorithm.seeded:
         settings = GASettings(**{**cell.algorithm.params, "seed": cell.seed, "time_limit": cell.time_budget})
     plan = solve(problem, cell.algorithm.name, settings)
+    search = plan.search
     return {
         "cell": cell.key,
         "input": cell.input,
@@ -256,9 +251,9 @@ def run_cell(cell: Cell, source: Any) -> dict[str, Any]:
         "peak": plan.peak,
         "ratio": round(plan.ratio, 6),
         "seconds": round(plan.elapsed, 4),
-        "generations": plan.details.get("generations", ""),
-        "evaluations": plan.details.get("evaluations", ""),
-        "stop_reason": plan.details.get("stop_reason", ""),
+        "generations": "" if search is None else search.generations,
+        "evaluations": "" if search is None else search.evaluations,
+        "stop_reason": plan.stop_reason or "",
         "load_seconds": round(load_seconds, 4),
         "host": socket.gethostname(),
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -400,10 +395,6 @@ def summarize(rows: list[dict[str, str]], algorithms: list[Algorithm]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)  # unwinds through ray.shutdown: no stray Ray processes
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.run",
@@ -416,7 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ray-address", default=os.environ.get("RAY_ADDRESS"), help="an existing cluster")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    with sigterm_unwinds():  # SIGTERM unwinds through ray.shutdown: no stray Ray processes
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
     except (OSError, ConfigError) as exc:

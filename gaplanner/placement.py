@@ -26,18 +26,12 @@ ranges of the blocks before it alone.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-
-# Numba's OpenMP threads spin while they wait. On a machine with other work that
-# spinning cost two threads 3x the time of one (GA on MiniMalloc K, load ~4:
-# 9k evaluations in 5 s against 25k on one thread); passive waiting gave 31k.
-# Read by libgomp when the first parallel decode loads it; a user's setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb
 import numpy as np
 
+from gaplanner import kernels
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem
 
@@ -369,6 +363,7 @@ class Decoder:
 
     @classmethod
     def for_problem(cls, problem: Problem) -> Decoder:
+        kernels.prepare()  # before the first parallel decode in this process
         max_degree = max(1, int(problem.conflicts.degrees().max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
         # Offsets stay below the sum of sizes plus alignment padding; best-fit's keys pack offset and index.
@@ -431,8 +426,9 @@ def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndar
     return padded_indptr, padded_indices
 
 
-def warm_up() -> None:
+def load_decoder() -> None:
     """Load (or compile) the population decoder with a one-block problem, for both integer widths."""
+    kernels.prepare()
     for dtype, sentinel in ((np.int32, INT32_SENTINEL), (np.int64, INT64_SENTINEL)):
         one = np.ones(1, dtype)
         decode_population_into(

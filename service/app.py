@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
@@ -24,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -135,6 +137,145 @@ def _progress(lower_bound: int, stored: str | None, live: dict[str, Any] | None)
     }
 
 
+@dataclass(frozen=True)
+class JobRoutes:
+    """What tells the plan and the comparison route sets apart."""
+
+    path: str  # under /v1
+    noun: str  # in messages and summaries
+    result: str  # the job's result key
+    request: type[BaseModel]
+    job: type[BaseModel]
+    submit_doc: str
+    list_doc: str
+    get_doc: str
+    trace_doc: str
+    cancel_doc: str
+
+
+JOB_ROUTES: dict[str, JobRoutes] = {
+    "plan": JobRoutes(
+        path="/plans",
+        noun="plan",
+        result="plan",
+        request=PlanRequest,
+        job=PlanJob,
+        submit_doc="Queue a search for `graph`; the answer's `Location` is the job to poll.",
+        list_doc="Recent plan jobs, newest first.",
+        get_doc="Status, progress while it runs, and the verified plan once done.",
+        trace_doc="The convergence trace: best and mean peak per generation (once the job has finished).",
+        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
+        "generation and keeps its best plan).",
+    ),
+    "compare": JobRoutes(
+        path="/compare",
+        noun="comparison",
+        result="comparison",
+        request=CompareRequest,
+        job=CompareJob,
+        submit_doc="Queue first-fit, best-fit-coalescing, greedy-size and the GA on one input.",
+        list_doc="Recent comparison jobs, newest first.",
+        get_doc="Status, the GA's progress while it runs, and the comparison table once done.",
+        trace_doc="The GA's convergence trace in the comparison.",
+        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
+        "generation).",
+    ),
+}
+
+BODY_ERRORS = {
+    **_error(413, "The body, or the input's block count, is over the server's limit."),
+    **_error(422, "A malformed body, an invalid input document or an option beyond the server's caps."),
+    **_error(503, "The queue is full; retry later."),
+}
+
+
+def _add_job_routes(
+    router: APIRouter,
+    kind: str,
+    routes: JobRoutes,
+    accept: Callable[[str, Request, Response], Awaitable[dict[str, Any]]],
+    page: Callable[[str, int, int | None, str | None], dict[str, Any]],
+    job: Callable[[str, str], dict[str, Any]],
+    trace: Callable[[str, str], dict[str, Any]],
+    cancel: Callable[[str, str, Response], dict[str, Any]],
+) -> None:
+    """The submit / list / read / trace / cancel routes of one kind of job."""
+    path, noun = routes.path, routes.noun
+    schema = {"$ref": f"#/components/schemas/{routes.request.__name__}"}
+    body = {"requestBody": {"required": True, "content": {JSON: {"schema": schema}}}}
+
+    async def submit_job(request: Request, response: Response) -> dict[str, Any]:
+        return await accept(kind, request, response)
+
+    def list_jobs(
+        limit: LimitQuery = 20, after: AfterQuery = None, status: StatusQuery = None
+    ) -> dict[str, Any]:
+        return page(kind, limit, after, status)
+
+    async def get_job(job_id: str) -> dict[str, Any]:  # one indexed read: on the loop, no thread hop
+        return job(kind, job_id)
+
+    def get_trace(job_id: str) -> dict[str, Any]:
+        return trace(kind, job_id)
+
+    def cancel_job(job_id: str, response: Response) -> dict[str, Any]:
+        return cancel(kind, job_id, response)
+
+    stopping = {"model": routes.job, "description": "The search is stopping; it keeps its best result."}
+    router.add_api_route(
+        path,
+        submit_job,
+        methods=["POST"],
+        status_code=202,
+        response_model=Accepted,
+        responses=BODY_ERRORS,
+        openapi_extra=body,
+        summary=f"Submit a {noun} job",
+        description=routes.submit_doc,
+        name=f"create_{kind}",
+    )
+    router.add_api_route(
+        path,
+        list_jobs,
+        methods=["GET"],
+        response_model=JobPage,
+        responses=_error(422, "A malformed parameter."),
+        summary=f"List {noun} jobs",
+        description=routes.list_doc,
+        name=f"list_{kind}",
+    )
+    router.add_api_route(
+        f"{path}/{{job_id}}",
+        get_job,
+        methods=["GET"],
+        response_model=routes.job,
+        responses=ERRORS_READ,
+        summary=f"A {noun} job",
+        description=routes.get_doc,
+        name=f"get_{kind}",
+    )
+    router.add_api_route(
+        f"{path}/{{job_id}}/trace",
+        get_trace,
+        methods=["GET"],
+        response_model=Trace,
+        responses=ERRORS_READ,
+        summary=f"A {noun} job's convergence trace",
+        description=routes.trace_doc,
+        name=f"get_{kind}_trace",
+    )
+    router.add_api_route(
+        f"{path}/{{job_id}}",
+        cancel_job,
+        methods=["DELETE"],
+        response_model=routes.job,
+        responses={202: stopping, **ERRORS_READ, **_error(409, "The job has already finished.")},
+        summary=f"Cancel a {noun} job",
+        description=routes.cancel_doc,
+        name=f"cancel_{kind}",
+    )
+
+
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """The application; its lifespan opens the store and starts the worker pool."""
     settings = settings or ServiceSettings()
@@ -228,15 +369,13 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     # --- jobs ---------------------------------------------------------------------------------------
 
-    def job_json(kind: str, job_id: str) -> str:
+    def job(kind: str, job_id: str) -> dict[str, Any]:
         row = store().get(job_id)
         if row is None or row["kind"] != kind:
-            raise ApiError(
-                404, f"no {'plan' if kind == 'plan' else 'comparison'} job with id {job_id!r}", "id"
-            )
+            raise ApiError(404, f"no {JOB_ROUTES[kind].noun} job with id {job_id!r}", "id")
         live = manager().live(job_id) if row["status"] == "running" else None
         live_progress, live_cancel = live if live is not None else (None, False)
-        head = {
+        return {
             "id": row["id"],
             "kind": kind,
             "status": row["status"],
@@ -250,22 +389,17 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             "cancel_requested": bool(row["cancel_requested"]) or live_cancel,
             "attempts": row["attempts"],
             "links": _links(kind, row["id"]),
+            JOB_ROUTES[kind].result: json.loads(row["result"]) if row["result"] else None,
         }
-        result_key = "plan" if kind == "plan" else "comparison"
-        # The stored result is JSON text already: splice it in rather than parse and re-encode it.
-        return json.dumps(head, separators=(",", ":"))[:-1] + f',"{result_key}":{row["result"] or "null"}}}'
 
-    def submit(kind: str, request: PlanRequest | CompareRequest) -> JSONResponse:
+    def submit(kind: str, request: PlanRequest | CompareRequest, response: Response) -> dict[str, Any]:
         job = prepare(kind, request, settings)
         manager().submit(job)
         links = _links(kind, job.id)
-        return JSONResponse(
-            {"id": job.id, "status": "queued", "links": links},
-            status_code=202,
-            headers={"Location": str(links["self"])},
-        )
+        response.headers["Location"] = str(links["self"])
+        return {"id": job.id, "status": "queued", "links": links}
 
-    async def accept(kind: str, request: Request) -> JSONResponse:
+    async def accept(kind: str, request: Request, response: Response) -> dict[str, Any]:
         """Small documents are checked on the loop (about a millisecond: less than the GIL hand-offs of
         a thread while the loop is busy); large ones and bundled names, whose problems may take a
         while to build, in the thread pool."""
@@ -275,10 +409,10 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         else:
             parsed = parse_request(kind, body)
         if len(body) > settings.inline_body_bytes or isinstance(parsed.graph, str):
-            return await run_in_threadpool(submit, kind, parsed)
-        return submit(kind, parsed)
+            return await run_in_threadpool(submit, kind, parsed, response)
+        return submit(kind, parsed, response)
 
-    def page(kind: str, limit: int, after: int | None, status: str | None) -> JSONResponse:
+    def page(kind: str, limit: int, after: int | None, status: str | None) -> dict[str, Any]:
         rows, total = store().page(kind, limit, after, status)
         items = [
             {
@@ -299,10 +433,10 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         following = None
         if len(rows) == limit and rows[-1]["seq"] > 1:
             query = f"limit={limit}&after={rows[-1]['seq']}" + (f"&status={status}" if status else "")
-            following = f"/v1/{'plans' if kind == 'plan' else 'compare'}?{query}"
-        return JSONResponse({"items": items, "total": total, "next": following})
+            following = f"/v1{JOB_ROUTES[kind].path}?{query}"
+        return {"items": items, "total": total, "next": following}
 
-    def trace(kind: str, job_id: str) -> JSONResponse:
+    def trace(kind: str, job_id: str) -> dict[str, Any]:
         row = store().get_columns(job_id, "kind", "status", "lower_bound", "trace")
         if row is None or row["kind"] != kind:
             raise ApiError(404, f"no job with id {job_id!r}", "id")
@@ -311,65 +445,27 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         if live:  # while it runs: the progress reports so far, a sample of the trace
             stored = {"records": live, "total_records": live[-1]["generation"] + 1}
         records = stored["records"]
-        return JSONResponse(
-            {
-                "id": job_id,
-                "status": row["status"],
-                "lower_bound": row["lower_bound"],
-                "records": records,
-                "total_records": stored["total_records"],
-                "thinned": stored["total_records"] > len(records),
-            }
-        )
+        return {
+            "id": job_id,
+            "status": row["status"],
+            "lower_bound": row["lower_bound"],
+            "records": records,
+            "total_records": stored["total_records"],
+            "thinned": stored["total_records"] > len(records),
+        }
 
-    def cancel(kind: str, job_id: str) -> Response:
+    def cancel(kind: str, job_id: str, response: Response) -> dict[str, Any]:
         row = store().get_columns(job_id, "kind")
         if row is None or row["kind"] != kind:
             raise ApiError(404, f"no job with id {job_id!r}", "id")
         outcome = manager().cancel(job_id)
         if outcome in ("done", "failed"):
             raise ApiError(409, f"the job has already finished ({outcome})", "id")
-        status = 202 if outcome == "stopping" else 200
-        return Response(job_json(kind, job_id), status_code=status, media_type=JSON)
+        response.status_code = 202 if outcome == "stopping" else 200
+        return job(kind, job_id)
 
-    body_errors = {
-        **_error(413, "The body, or the input's block count, is over the server's limit."),
-        **_error(422, "A malformed body, an invalid input document or an option beyond the server's caps."),
-        **_error(503, "The queue is full; retry later."),
-    }
-
-    def request_body(model: str) -> dict[str, Any]:
-        schema = {"$ref": f"#/components/schemas/{model}"}
-        return {"requestBody": {"required": True, "content": {JSON: {"schema": schema}}}}
-
-    @v1.post(
-        "/plans",
-        status_code=202,
-        response_model=Accepted,
-        responses=body_errors,
-        openapi_extra=request_body("PlanRequest"),
-        summary="Submit a plan job",
-    )
-    async def create_plan(request: Request) -> JSONResponse:
-        """Queue a search for `graph`; the answer's `Location` is the job to poll."""
-        return await accept("plan", request)
-
-    @v1.get("/plans", response_model=JobPage, responses=_error(422, "A malformed parameter."))
-    def list_plans(
-        limit: LimitQuery = 20, after: AfterQuery = None, status: StatusQuery = None
-    ) -> JSONResponse:
-        """Recent plan jobs, newest first."""
-        return page("plan", limit, after, status)
-
-    @v1.get("/plans/{job_id}", response_model=PlanJob, responses=ERRORS_READ, summary="A plan job")
-    async def get_plan(job_id: str) -> Response:  # one indexed read: on the loop, no thread hop
-        """Status, progress while it runs, and the verified plan once done."""
-        return Response(job_json("plan", job_id), media_type=JSON)
-
-    @v1.get("/plans/{job_id}/trace", response_model=Trace, responses=ERRORS_READ)
-    def get_plan_trace(job_id: str) -> JSONResponse:
-        """The convergence trace: best and mean peak per generation (once the job has finished)."""
-        return trace("plan", job_id)
+    for kind, routes in JOB_ROUTES.items():
+        _add_job_routes(v1, kind, routes, accept, page, job, trace, cancel)
 
     @v1.get(
         "/plans/{job_id}/view",
@@ -388,62 +484,6 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             row["status"], json.loads(row["result"]), json.loads(row["layout"]), records
         )
         return HTMLResponse(page_html)
-
-    @v1.delete(
-        "/plans/{job_id}",
-        response_model=PlanJob,
-        responses={
-            202: {"model": PlanJob, "description": "The search is stopping; it keeps its best plan."},
-            **ERRORS_READ,
-            **_error(409, "The job has already finished."),
-        },
-        summary="Cancel a plan job",
-    )
-    def cancel_plan(job_id: str) -> Response:
-        """200 with the cancelled job when it was queued; 202 when it runs (it stops within a generation)."""
-        return cancel("plan", job_id)
-
-    @v1.post(
-        "/compare",
-        status_code=202,
-        response_model=Accepted,
-        responses=body_errors,
-        openapi_extra=request_body("CompareRequest"),
-        summary="Submit a comparison job",
-    )
-    async def create_comparison(request: Request) -> JSONResponse:
-        """Queue first-fit, best-fit-coalescing, greedy-size and the GA on one input."""
-        return await accept("compare", request)
-
-    @v1.get("/compare", response_model=JobPage, responses=_error(422, "A malformed parameter."))
-    def list_comparisons(
-        limit: LimitQuery = 20, after: AfterQuery = None, status: StatusQuery = None
-    ) -> JSONResponse:
-        """Recent comparison jobs, newest first."""
-        return page("compare", limit, after, status)
-
-    @v1.get("/compare/{job_id}", response_model=CompareJob, responses=ERRORS_READ, summary="A comparison job")
-    async def get_comparison(job_id: str) -> Response:
-        """Status, the GA's progress while it runs, and the comparison table once done."""
-        return Response(job_json("compare", job_id), media_type=JSON)
-
-    @v1.get("/compare/{job_id}/trace", response_model=Trace, responses=ERRORS_READ)
-    def get_comparison_trace(job_id: str) -> JSONResponse:
-        """The GA's convergence trace in the comparison."""
-        return trace("compare", job_id)
-
-    @v1.delete(
-        "/compare/{job_id}",
-        response_model=CompareJob,
-        responses={
-            202: {"model": CompareJob, "description": "The search is stopping."},
-            **ERRORS_READ,
-            **_error(409, "The job has already finished."),
-        },
-        summary="Cancel a comparison job",
-    )
-    def cancel_comparison(job_id: str) -> Response:
-        return cancel("compare", job_id)
 
     app.include_router(v1)
 

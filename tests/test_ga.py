@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gaplanner import BASELINES, find_violation, load_problem, operators, problem_from_arrays
 from gaplanner.errors import InputError
 from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address, shared_prefix
-from gaplanner.ga import GENERATION, POLISH, GASettings, Pacing, most_scored_per_generation, run_ga
+from gaplanner.ga import GENERATION, LOCAL_SEARCH, GASettings, Pacing, most_scored_per_generation, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
 from gaplanner.solve import compare, solve
@@ -50,12 +50,8 @@ def test_same_seed_same_plan_also_when_run_concurrently() -> None:
 def test_same_seed_same_trace_of_peaks() -> None:
     problem = random_problem(4, 60)
     settings = GASettings(population=12, generations=25, time_limit=None, seed=1, islands=2)
-    first = [
-        (r["best_peak"], r["mean_peak"], r["evaluations"]) for r in run_ga(problem, settings).details["trace"]
-    ]
-    second = [
-        (r["best_peak"], r["mean_peak"], r["evaluations"]) for r in run_ga(problem, settings).details["trace"]
-    ]
+    first = [(r.best_peak, r.mean_peak, r.evaluations) for r in run_ga(problem, settings).trace]
+    second = [(r.best_peak, r.mean_peak, r.evaluations) for r in run_ga(problem, settings).trace]
     assert first == second
 
 
@@ -81,19 +77,19 @@ def test_stops_at_the_lower_bound_and_says_optimal() -> None:
     problem = load_problem("example:seed000_queue")
     plan = run_ga(problem, GASettings(generations=1000, time_limit=None))
     assert plan.peak == 5120 and plan.optimal
-    assert plan.details["stop_reason"] == "lower bound reached"
-    assert plan.details["generations"] == 0  # a baseline's plan already meets the bound
+    assert plan.stop_reason == "lower bound reached"
+    assert plan.search.generations == 0  # a baseline's plan already meets the bound
 
 
 def test_trace_is_a_convergence_curve() -> None:
     problem = load_problem("zoo:densenet121@2")  # the baselines' plans are 16% above the bound
     plan = run_ga(problem, QUICK)
-    trace = plan.details["trace"]
-    assert len(trace) == plan.details["generations"] + 1 > 2
-    best = [r["best_peak"] for r in trace]
+    trace = plan.trace
+    assert len(trace) == plan.search.generations + 1 > 2
+    best = [r.best_peak for r in trace]
     assert best == sorted(best, reverse=True) and best[0] > best[-1]  # elitism: never worse
-    assert all(r["mean_peak"] >= r["best_peak"] for r in trace)
-    evaluations = [r["evaluations"] for r in trace]
+    assert all(r.mean_peak >= r.best_peak for r in trace)
+    evaluations = [r.evaluations for r in trace]
     assert evaluations == sorted(evaluations) and evaluations[0] == QUICK.population * QUICK.islands
     # The first generation's time is estimated from this bound (migrants are scored on arrival).
     bound = QUICK.islands * (most_scored_per_generation(QUICK) + QUICK.migrants)
@@ -111,19 +107,19 @@ def test_stop_request_ends_the_search_with_a_verified_plan() -> None:
         return calls["n"] > 3
 
     plan = run_ga(problem, GASettings(generations=10_000, time_limit=None), should_stop=stop)
-    assert plan.details["stop_reason"] in ("stopped by request", "lower bound reached")
-    assert plan.details["generations"] <= 3
+    assert plan.stop_reason in ("stopped by request", "lower bound reached")
+    assert plan.search.generations <= 3
     assert find_violation(problem, plan.offsets, plan.peak) is None
     immediate = run_ga(problem, GASettings(generations=10_000, time_limit=None), should_stop=lambda: True)
-    assert immediate.details["stop_reason"] == "stopped by request"
-    assert immediate.details["generations"] == 0
+    assert immediate.stop_reason == "stopped by request"
+    assert immediate.search.generations == 0
 
 
 def test_stall_limit() -> None:
     problem = random_problem(6, 20)
     plan = run_ga(problem, GASettings(generations=None, time_limit=None, stall_generations=15))
     if not plan.optimal:
-        assert plan.details["stop_reason"] == "stalled"
+        assert plan.stop_reason == "stalled"
 
 
 @pytest.mark.parametrize(
@@ -290,31 +286,31 @@ def test_solve_and_compare() -> None:
     rows = compare(problem, QUICK)
     assert [r.algorithm for r in rows] == [*BASELINES, "ga"]
     assert rows[-1].peak == min(r.peak for r in rows)
-    with pytest.raises(ValueError, match="unknown algorithm"):
+    with pytest.raises(InputError, match="unknown algorithm"):
         solve(problem, "magic")
 
 
 def test_pacing_starts_only_a_step_that_fits_the_time_left() -> None:
     pacing = Pacing.for_search(GASettings(), generation_seconds=6.0)
-    assert pacing.polish_seconds == pytest.approx(6.0 * 2 / most_scored_per_generation(GASettings()))
+    assert pacing.local_search_seconds == pytest.approx(6.0 * 2 / most_scored_per_generation(GASettings()))
     assert pacing.next_step(None) == pacing.next_step(7.0) == GENERATION
-    assert pacing.next_step(5.0) == POLISH  # a generation would end past the limit, a memetic step not
+    assert pacing.next_step(5.0) == LOCAL_SEARCH  # a generation would end past the limit, a local search not
     assert pacing.next_step(0.1) is None
-    pacing.measured(POLISH, 0.05)
-    assert pacing.next_step(0.1) == POLISH
+    pacing.measured(LOCAL_SEARCH, 0.05)
+    assert pacing.next_step(0.1) == LOCAL_SEARCH
     assert Pacing.for_search(GASettings(local_search=0), 6.0).next_step(5.0) is None
 
 
-def test_a_search_whose_generations_no_longer_fit_polishes_until_the_limit(monkeypatch) -> None:
+def test_a_search_whose_generations_no_longer_fit_searches_locally_until_the_limit(monkeypatch) -> None:
     problem = load_problem("zoo:densenet121@4")  # 1.10 after 10 s of search: no bound reached here
     monkeypatch.setattr(Pacing, "for_search", classmethod(lambda cls, settings, seconds: cls(1e9, 0.0, True)))
     settings = replace(QUICK, generations=None, stall_generations=None, time_limit=2.0, islands=1)
     started = time.perf_counter()
     plan = run_ga(problem, settings)
-    trace = plan.details["trace"]
-    assert plan.details["stop_reason"] == "time limit" and time.perf_counter() - started < 10.0
-    assert plan.details["generations"] == len(trace) - 1 > 2
-    steps = np.diff([r["evaluations"] for r in trace])
-    assert set(steps) == {QUICK.local_search}  # memetic steps only: a generation scores 14 children or more
-    assert trace[-1]["best_peak"] == plan.peak <= trace[0]["best_peak"]
+    trace = plan.trace
+    assert plan.stop_reason == "time limit" and time.perf_counter() - started < 10.0
+    assert plan.search.generations == len(trace) - 1 > 2
+    steps = np.diff([r.evaluations for r in trace])
+    assert set(steps) == {QUICK.local_search}  # local searches only: a generation scores 14 children or more
+    assert trace[-1].best_peak == plan.peak <= trace[0].best_peak
     assert find_violation(problem, plan.offsets) is None
