@@ -1,55 +1,37 @@
 """The FastAPI application: routes under ``/v1``, limits, errors, API key, OpenAPI.
 
-Routes are a thin shell: :mod:`service.inputs` validates with the library's
-own checks, :mod:`service.jobs` queues and runs ``gaplanner.solve`` /
+Routes are a thin shell: :mod:`service.routes` declares them,
+:mod:`service.inputs` validates with the library's own checks,
+:mod:`service.jobs` queues and runs ``gaplanner.solve`` /
 ``gaplanner.compare`` in worker processes, :mod:`service.store` keeps
-everything in SQLite. Handlers that touch SQLite or parse bodies run in the
-server's thread pool, except reads of one job by id and the checks of small
-submissions, which cost less than a thread hand-off.
+everything in SQLite.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, Security
+from fastapi import Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gaplanner.schema import Document
-from service import viewer
 from service.config import ServiceSettings
 from service.errors import ApiError
-from service.inputs import parse_request, prepare
 from service.jobs import JobManager
-from service.models import (
-    Accepted,
-    CompareJob,
-    CompareRequest,
-    ErrorBody,
-    Health,
-    JobPage,
-    PlanJob,
-    PlanRequest,
-    Status,
-    Trace,
-)
+from service.models import CompareRequest, Health, PlanRequest
+from service.routes import JSON, JobHandlers, error_response, job_router
 from service.store import JobStore
 
 log = logging.getLogger("service")
@@ -58,22 +40,6 @@ try:
     VERSION = version("gaplanner")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without metadata
     VERSION = "0+unknown"
-
-JSON = "application/json"
-
-
-LimitQuery = Annotated[int, Query(ge=1, le=100, description="Jobs per page.")]
-AfterQuery = Annotated[
-    int | None, Query(ge=0, le=2**63 - 1, description="The cursor from the previous page's `next`.")
-]
-StatusQuery = Annotated[Status | None, Query(description="Only jobs with this status.")]
-
-
-def _error(status: int, description: str) -> dict[int | str, dict[str, Any]]:
-    return {status: {"model": ErrorBody, "description": description}}
-
-
-ERRORS_READ = {**_error(404, "No such job."), **_error(422, "A malformed parameter.")}
 
 
 class BodyLimit:
@@ -104,176 +70,6 @@ class BodyLimit:
             return message
 
         await self.app(scope, limited, send)
-
-
-def _iso(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _links(kind: str, job_id: str) -> dict[str, str | None]:
-    base = f"/v1/{'plans' if kind == 'plan' else 'compare'}/{job_id}"
-    return {"self": base, "trace": f"{base}/trace", "view": f"{base}/view" if kind == "plan" else None}
-
-
-def _progress(lower_bound: int, stored: str | None, live: dict[str, Any] | None) -> dict[str, Any]:
-    if live is not None:
-        return {
-            "generation": live["generation"],
-            "best_peak": live["best_peak"],
-            "lower_bound": lower_bound,
-            "elapsed_seconds": round(live["elapsed"], 6),
-            "evaluations": live["evaluations"],
-        }
-    if stored:
-        return {**json.loads(stored), "lower_bound": lower_bound}
-    return {
-        "generation": None,
-        "best_peak": None,
-        "lower_bound": lower_bound,
-        "elapsed_seconds": None,
-        "evaluations": None,
-    }
-
-
-@dataclass(frozen=True)
-class JobRoutes:
-    """What tells the plan and the comparison route sets apart."""
-
-    path: str  # under /v1
-    noun: str  # in messages and summaries
-    result: str  # the job's result key
-    request: type[BaseModel]
-    job: type[BaseModel]
-    submit_doc: str
-    list_doc: str
-    get_doc: str
-    trace_doc: str
-    cancel_doc: str
-
-
-JOB_ROUTES: dict[str, JobRoutes] = {
-    "plan": JobRoutes(
-        path="/plans",
-        noun="plan",
-        result="plan",
-        request=PlanRequest,
-        job=PlanJob,
-        submit_doc="Queue a search for `graph`; the answer's `Location` is the job to poll.",
-        list_doc="Recent plan jobs, newest first.",
-        get_doc="Status, progress while it runs, and the verified plan once done.",
-        trace_doc="The convergence trace: best and mean peak per generation (once the job has finished).",
-        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
-        "generation and keeps its best plan).",
-    ),
-    "compare": JobRoutes(
-        path="/compare",
-        noun="comparison",
-        result="comparison",
-        request=CompareRequest,
-        job=CompareJob,
-        submit_doc="Queue first-fit, best-fit-coalescing, greedy-size and the GA on one input.",
-        list_doc="Recent comparison jobs, newest first.",
-        get_doc="Status, the GA's progress while it runs, and the comparison table once done.",
-        trace_doc="The GA's convergence trace in the comparison.",
-        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
-        "generation).",
-    ),
-}
-
-BODY_ERRORS = {
-    **_error(413, "The body, or the input's block count, is over the server's limit."),
-    **_error(422, "A malformed body, an invalid input document or an option beyond the server's caps."),
-    **_error(503, "The queue is full; retry later."),
-}
-
-
-def _add_job_routes(
-    router: APIRouter,
-    kind: str,
-    routes: JobRoutes,
-    accept: Callable[[str, Request, Response], Awaitable[dict[str, Any]]],
-    page: Callable[[str, int, int | None, str | None], dict[str, Any]],
-    job: Callable[[str, str], dict[str, Any]],
-    trace: Callable[[str, str], dict[str, Any]],
-    cancel: Callable[[str, str, Response], dict[str, Any]],
-) -> None:
-    """The submit / list / read / trace / cancel routes of one kind of job."""
-    path, noun = routes.path, routes.noun
-    schema = {"$ref": f"#/components/schemas/{routes.request.__name__}"}
-    body = {"requestBody": {"required": True, "content": {JSON: {"schema": schema}}}}
-
-    async def submit_job(request: Request, response: Response) -> dict[str, Any]:
-        return await accept(kind, request, response)
-
-    def list_jobs(
-        limit: LimitQuery = 20, after: AfterQuery = None, status: StatusQuery = None
-    ) -> dict[str, Any]:
-        return page(kind, limit, after, status)
-
-    async def get_job(job_id: str) -> dict[str, Any]:  # one indexed read: on the loop, no thread hop
-        return job(kind, job_id)
-
-    def get_trace(job_id: str) -> dict[str, Any]:
-        return trace(kind, job_id)
-
-    def cancel_job(job_id: str, response: Response) -> dict[str, Any]:
-        return cancel(kind, job_id, response)
-
-    stopping = {"model": routes.job, "description": "The search is stopping; it keeps its best result."}
-    router.add_api_route(
-        path,
-        submit_job,
-        methods=["POST"],
-        status_code=202,
-        response_model=Accepted,
-        responses=BODY_ERRORS,
-        openapi_extra=body,
-        summary=f"Submit a {noun} job",
-        description=routes.submit_doc,
-        name=f"create_{kind}",
-    )
-    router.add_api_route(
-        path,
-        list_jobs,
-        methods=["GET"],
-        response_model=JobPage,
-        responses=_error(422, "A malformed parameter."),
-        summary=f"List {noun} jobs",
-        description=routes.list_doc,
-        name=f"list_{kind}",
-    )
-    router.add_api_route(
-        f"{path}/{{job_id}}",
-        get_job,
-        methods=["GET"],
-        response_model=routes.job,
-        responses=ERRORS_READ,
-        summary=f"A {noun} job",
-        description=routes.get_doc,
-        name=f"get_{kind}",
-    )
-    router.add_api_route(
-        f"{path}/{{job_id}}/trace",
-        get_trace,
-        methods=["GET"],
-        response_model=Trace,
-        responses=ERRORS_READ,
-        summary=f"A {noun} job's convergence trace",
-        description=routes.trace_doc,
-        name=f"get_{kind}_trace",
-    )
-    router.add_api_route(
-        f"{path}/{{job_id}}",
-        cancel_job,
-        methods=["DELETE"],
-        response_model=routes.job,
-        responses={202: stopping, **ERRORS_READ, **_error(409, "The job has already finished.")},
-        summary=f"Cancel a {noun} job",
-        description=routes.cancel_doc,
-        name=f"cancel_{kind}",
-    )
 
 
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
@@ -358,139 +154,14 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                 )
 
         dependencies.append(Depends(require_key))
-    unauthorized = _error(401, "Missing or wrong API key.") if settings.api_key else {}
-    v1 = APIRouter(prefix="/v1", dependencies=dependencies, responses=unauthorized)
-
-    def manager() -> JobManager:
-        return state["manager"]
-
-    def store() -> JobStore:
-        return state["store"]
-
-    # --- jobs ---------------------------------------------------------------------------------------
-
-    def job(kind: str, job_id: str) -> dict[str, Any]:
-        row = store().get(job_id)
-        if row is None or row["kind"] != kind:
-            raise ApiError(404, f"no {JOB_ROUTES[kind].noun} job with id {job_id!r}", "id")
-        live = manager().live(job_id) if row["status"] == "running" else None
-        live_progress, live_cancel = live if live is not None else (None, False)
-        return {
-            "id": row["id"],
-            "kind": kind,
-            "status": row["status"],
-            "created_at": _iso(row["created"]),
-            "started_at": _iso(row["started"]),
-            "finished_at": _iso(row["finished"]),
-            "input": {"name": row["name"], "blocks": row["blocks"], "lower_bound": row["lower_bound"]},
-            "options": json.loads(row["options"]),
-            "progress": _progress(row["lower_bound"], row["progress"], live_progress),
-            "error": row["error"],
-            "cancel_requested": bool(row["cancel_requested"]) or live_cancel,
-            "attempts": row["attempts"],
-            "links": _links(kind, row["id"]),
-            JOB_ROUTES[kind].result: json.loads(row["result"]) if row["result"] else None,
-        }
-
-    def submit(kind: str, request: PlanRequest | CompareRequest, response: Response) -> dict[str, Any]:
-        job = prepare(kind, request, settings)
-        manager().submit(job)
-        links = _links(kind, job.id)
-        response.headers["Location"] = str(links["self"])
-        return {"id": job.id, "status": "queued", "links": links}
-
-    async def accept(kind: str, request: Request, response: Response) -> dict[str, Any]:
-        """Small documents are checked on the loop (about a millisecond: less than the GIL hand-offs of
-        a thread while the loop is busy); large ones and bundled names, whose problems may take a
-        while to build, in the thread pool."""
-        body = await request.body()
-        if len(body) > settings.inline_body_bytes:
-            parsed = await run_in_threadpool(parse_request, kind, body)
-        else:
-            parsed = parse_request(kind, body)
-        if len(body) > settings.inline_body_bytes or isinstance(parsed.graph, str):
-            return await run_in_threadpool(submit, kind, parsed, response)
-        return submit(kind, parsed, response)
-
-    def page(kind: str, limit: int, after: int | None, status: str | None) -> dict[str, Any]:
-        rows, total = store().page(kind, limit, after, status)
-        items = [
-            {
-                "id": r["id"],
-                "kind": r["kind"],
-                "status": r["status"],
-                "created_at": _iso(r["created"]),
-                "finished_at": _iso(r["finished"]),
-                "name": r["name"],
-                "blocks": r["blocks"],
-                "algorithm": r["algorithm"],
-                "lower_bound": r["lower_bound"],
-                "peak": r["peak"],
-                "links": _links(kind, r["id"]),
-            }
-            for r in rows
-        ]
-        following = None
-        if len(rows) == limit and rows[-1]["seq"] > 1:
-            query = f"limit={limit}&after={rows[-1]['seq']}" + (f"&status={status}" if status else "")
-            following = f"/v1{JOB_ROUTES[kind].path}?{query}"
-        return {"items": items, "total": total, "next": following}
-
-    def trace(kind: str, job_id: str) -> dict[str, Any]:
-        row = store().get_columns(job_id, "kind", "status", "lower_bound", "trace")
-        if row is None or row["kind"] != kind:
-            raise ApiError(404, f"no job with id {job_id!r}", "id")
-        stored = json.loads(row["trace"]) if row["trace"] else {"records": [], "total_records": 0}
-        live = manager().live_trace(job_id) if row["status"] == "running" else None
-        if live:  # while it runs: the progress reports so far, a sample of the trace
-            stored = {"records": live, "total_records": live[-1]["generation"] + 1}
-        records = stored["records"]
-        return {
-            "id": job_id,
-            "status": row["status"],
-            "lower_bound": row["lower_bound"],
-            "records": records,
-            "total_records": stored["total_records"],
-            "thinned": stored["total_records"] > len(records),
-        }
-
-    def cancel(kind: str, job_id: str, response: Response) -> dict[str, Any]:
-        row = store().get_columns(job_id, "kind")
-        if row is None or row["kind"] != kind:
-            raise ApiError(404, f"no job with id {job_id!r}", "id")
-        outcome = manager().cancel(job_id)
-        if outcome in ("done", "failed"):
-            raise ApiError(409, f"the job has already finished ({outcome})", "id")
-        response.status_code = 202 if outcome == "stopping" else 200
-        return job(kind, job_id)
-
-    for kind, routes in JOB_ROUTES.items():
-        _add_job_routes(v1, kind, routes, accept, page, job, trace, cancel)
-
-    @v1.get(
-        "/plans/{job_id}/view",
-        response_class=HTMLResponse,
-        responses={**ERRORS_READ, **_error(409, "The job has no plan (yet).")},
-    )
-    def view_plan(job_id: str) -> HTMLResponse:
-        """A self-contained HTML page drawing the plan and its convergence curve (works offline)."""
-        row = store().get_columns(job_id, "kind", "status", "result", "layout", "trace")
-        if row is None or row["kind"] != "plan":
-            raise ApiError(404, f"no plan job with id {job_id!r}", "id")
-        if not row["result"] or not row["layout"]:
-            raise ApiError(409, f"the job has no plan to draw ({row['status']})", "id")
-        records = json.loads(row["trace"])["records"] if row["trace"] else []
-        page_html = viewer.render(
-            row["status"], json.loads(row["result"]), json.loads(row["layout"]), records
-        )
-        return HTMLResponse(page_html)
-
+    unauthorized = error_response(401, "Missing or wrong API key.") if settings.api_key else {}
+    v1 = job_router(JobHandlers(settings, state), dependencies, unauthorized)
     app.include_router(v1)
 
     @app.get("/v1/health", response_model=Health, tags=["health"])
     async def health() -> dict[str, Any]:
         """Liveness and queue depth; needs no API key."""
-        return {"status": "ok", **manager().health(), "version": VERSION}
+        return {"status": "ok", **state["manager"].health(), "version": VERSION}
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
