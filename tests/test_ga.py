@@ -17,7 +17,6 @@ from gaplanner.fitness import PopulationFitness, Scores, _sort_by_address, share
 from gaplanner.ga import GENERATION, LOCAL_SEARCH, GASettings, Pacing, most_scored_per_generation, run_ga
 from gaplanner.operators import MUTATIONS, PEAK_MOVE, HoleGuide, _crossover_all, mutate, ordered_crossover
 from gaplanner.placement import decode
-from gaplanner.solve import compare, solve
 from tests.oracles import address_order, brute_force_peaks
 
 QUICK = GASettings(population=16, generations=40, time_limit=None, stall_generations=None)
@@ -278,16 +277,6 @@ def test_ranking_breaks_equal_peaks_by_excess_then_contiguity() -> None:
     assert scores.ranking().tolist() == [2, 3, 1, 0]
     assert scores.ranking(use_excess=False).tolist() == [2, 0, 3, 1]
     assert scores.ranking(use_excess=False, use_contiguity=False).tolist() == [2, 0, 1, 3]
-
-
-def test_solve_and_compare() -> None:
-    problem = load_problem("example:seed000_queue")
-    assert solve(problem, "best-fit-coalescing").peak == 5120
-    rows = compare(problem, QUICK)
-    assert [r.algorithm for r in rows] == [*BASELINES, "ga"]
-    assert rows[-1].peak == min(r.peak for r in rows)
-    with pytest.raises(InputError, match="unknown algorithm"):
-        solve(problem, "magic")
 
 
 def test_pacing_starts_only_a_step_that_fits_the_time_left() -> None:
