@@ -239,7 +239,7 @@ def _add_zoo_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from gaplanner.docjson import document_text
+    from gaplanner.document_writer import document_text
     from gaplanner.onnx_import import import_onnx
     from gaplanner.problem import build_problem
 

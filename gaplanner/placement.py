@@ -44,8 +44,7 @@ SORT_MIN_RANGES = 512
 # Neighbour lists are padded with the never-placed block to a multiple of this many
 # entries, so the sweeps' vector loops have no remainder. LLVM vectorizes a sweep as
 # 8 lanes unrolled 4 times; with lists padded to 32 every sweep runs that body alone,
-# never the 4-lane epilogue: 1.01-1.09x on MiniMalloc K, E and J against padding to 8,
-# although the gather copies 31 % more entries on K.
+# never the 4-lane epilogue, which pays for the padding the gather copies.
 NEIGHBOUR_LANES = 32
 
 
@@ -129,16 +128,12 @@ def _first_fit_deep(size, alignment, starts, ends, count, index_bits, scratch):
     """First-fit for a block with many ranges: a few sweeps, then one pass in order of start.
 
     Each sweep climbs one layer of a stack of ranges, and the long-lived blocks
-    of a large graph sit under stacks hundreds of layers deep: decoding pangu in
-    size order tests 2.2 billion ranges, 2.0 billion of them for the 2,000
-    blocks that need more than 64 sweeps. So a block with ``SORT_MIN_RANGES``
-    or more ranges sweeps ``SWEEPS_BEFORE_SORT`` times, then finishes in one
-    pass over the ranges still above the candidate, sorted by start: 3-4x the
-    decodes per second on pangu in size order. A block with fewer ranges sweeps
-    to the end: sorting them costs more than the sweeps it saves (MiniMalloc J,
-    up to 400 ranges a block, decoded at 0.5x the rate when every block sorted
-    after 16 sweeps, at 0.85x when those with 256 ranges or more did; pangu is
-    as fast with 512).
+    of a large graph sit under stacks hundreds of layers deep, where most of a
+    decode's range tests go to the few blocks that need many sweeps. So a
+    block with ``SORT_MIN_RANGES`` or more ranges sweeps ``SWEEPS_BEFORE_SORT``
+    times, then finishes in one pass over the ranges still above the
+    candidate, sorted by start. A block with fewer ranges sweeps to the end:
+    sorting them costs more than the sweeps it saves.
     """
     candidate, fits = _sweep(size, alignment, starts, ends, count, 0, SWEEPS_BEFORE_SORT)
     if fits:
@@ -233,8 +228,8 @@ def workspace(sizes, indptr):
 
     ``placed`` holds the placed blocks' ranges, starts in row 0 and ends in row
     1; column ``n`` is the never-placed block the neighbour lists are padded
-    with. Allocating these per row, not per thread, cost 15-20 % of a decode of
-    MiniMalloc K.
+    with. Allocating them per thread, not per row, keeps allocation out of the
+    hot loop.
     """
     n = len(sizes)
     width = 1
@@ -338,7 +333,7 @@ class Decoder:
 
     Sizes and the range table are int32 when every offset fits, else int64.
     Neighbour indices are unsigned: numba then skips the wraparound test of
-    negative indices in the gather, 7-10 % of a decode on MiniMalloc K and E.
+    negative indices in the gather.
     The neighbour lists are padded to multiples of ``NEIGHBOUR_LANES``.
     ``pinned`` lists the blocks with a fixed offset, ``pinned_offsets`` has it
     (-1 for the others).
@@ -421,7 +416,7 @@ def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndar
     padded_indptr = np.zeros(n + 1, np.int64)
     np.cumsum(padded, out=padded_indptr[1:])
     padded_indices = np.full(padded_indptr[-1], n, np.uint32)
-    for b in range(n):  # a list at a time: no temporary the size of the graph (iopddl_Y: 360 M entries)
+    for b in range(n):  # a list at a time: no temporary the size of the graph
         padded_indices[padded_indptr[b] : padded_indptr[b] + degrees[b]] = indices[indptr[b] : indptr[b + 1]]
     return padded_indptr, padded_indices
 

@@ -76,5 +76,8 @@ def test_to_dict_keeps_the_keys_of_the_cli_and_the_service() -> None:
 
 def test_to_csv_adds_the_offset_column() -> None:
     lines = seed000_plan().to_csv().splitlines()
-    assert lines[0] == "id,lower,upper,size,offset"
-    assert [int(line.rsplit(",", 1)[1]) for line in lines[1:]] == SEED000_OFFSETS
+    assert lines[0] == "id,lower,upper,size,offset,shares_with"  # a graph: a row per tensor
+    assert [int(line.split(",")[4]) for line in lines[1:]] == SEED000_OFFSETS
+    buffers = problem_from_arrays([4, 4], [0, 1], [2, 3])
+    lines = make_plan(buffers, np.array([0, 4]), "t", 0.0).to_csv().splitlines()
+    assert lines == ["id,lower,upper,size,offset", "0,0,2,4,0", "1,1,3,4,4"]
