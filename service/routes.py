@@ -184,9 +184,9 @@ class JobHandlers:
         return {"id": job.id, "status": "queued", "links": links}
 
     async def accept(self, kind: str, request: Request, response: Response) -> dict[str, Any]:
-        """Small documents are checked on the loop (about a millisecond: less than the GIL hand-offs of
-        a thread while the loop is busy); large ones and bundled names, whose problems may take a
-        while to build, in the thread pool."""
+        """Small documents are checked on the loop (cheaper than the GIL hand-offs of a thread while the
+        loop is busy); large ones and bundled names, whose problems may take a while to build, in the
+        thread pool."""
         body = await request.body()
         inline = len(body) <= self.settings.inline_body_bytes
         parsed = parse_request(kind, body) if inline else await run_in_threadpool(parse_request, kind, body)
