@@ -65,7 +65,9 @@ class SearchOptions(_Body):
 
 
 class PlanOptions(SearchOptions):
-    algorithm: Algorithm = Field("ga", description="The planner: `ga` by default, a baseline, or `random-search`.")
+    algorithm: Algorithm = Field(
+        "ga", description="The planner: `ga` by default, a baseline, or `random-search`."
+    )
 
 
 GraphField = Annotated[Any, WithJsonSchema(GRAPH_SCHEMA)]
