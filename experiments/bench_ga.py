@@ -32,7 +32,8 @@ from experiments.bench_decoder import RATE_HEADER, random_orders, rate_cells
 from experiments.common import benchmarks_root, markdown_table
 from experiments.comparators import omnimalloc_allocators, omnimalloc_first_fit
 from gaplanner import BASELINES, load_problem
-from gaplanner.ga import GASettings, run_ga, warm_up
+from gaplanner.ga import GASettings, run_ga
+from gaplanner.kernels import warm_up
 from gaplanner.placement import Decoder
 from gaplanner.verify import verify
 from gaplanner.zoo import zoo_names
@@ -65,7 +66,7 @@ def zoo_section(root: Path, seed: int, time_limit: float) -> str:
         times.append(plan.elapsed)
         rows.append([
             problem.name, problem.n, problem.lower_bound, f"{base / problem.lower_bound:.4f} ({name})",
-            f"{plan.ratio:.4f}", plan.details["generations"], f"{plan.elapsed:.3f}",
+            f"{plan.ratio:.4f}", plan.search.generations, f"{plan.elapsed:.3f}",
         ])  # fmt: skip
     header = ["network", "blocks", "lower bound", "best baseline", "GA ratio", "generations", "GA s"]
     reached = sum(1 for row in rows if row[4] == "1.0000")
@@ -97,7 +98,7 @@ def minimalloc_section(root: Path, seeds: int, time_limit: float) -> str:
             letter, problem.n, best, f"{base / best:.4f} ({name})",
             f"{statistics.median(plan.peak for plan in plans) / best:.4f}",
             " ".join(f"{plan.peak / best:.4f}" for plan in plans),
-            f"{statistics.median(plan.details['evaluations'] / plan.elapsed for plan in plans):,.0f}",
+            f"{statistics.median(plan.search.evaluations / plan.elapsed for plan in plans):,.0f}",
             *(f"{ratios[-1]:.4f}" for ratios in reference_ratios.values()),
         ])  # fmt: skip
         print(f"done {letter}", file=sys.stderr)
@@ -122,7 +123,7 @@ def large_section(root: Path, seed: int, time_limit: float) -> str:
         plan = run_ga(problem, GASettings(time_limit=time_limit, seed=seed, stall_generations=None))
         rows.append([
             problem.name, problem.n, problem.conflicts.edge_count, f"{greedy / problem.lower_bound:.4f}",
-            f"{plan.ratio:.4f}", plan.details["population"], plan.details["generations"],
+            f"{plan.ratio:.4f}", plan.search.population, plan.search.generations,
             f"{plan.elapsed:.1f}",
         ])  # fmt: skip
         print(f"done {path.name}", file=sys.stderr)

@@ -28,7 +28,7 @@ from experiments.common import benchmarks_root, markdown_table, timed
 from gaplanner.distributed import run_islands
 from gaplanner.ga import GASettings, run_ga
 from gaplanner.io import load_problem
-from gaplanner.plan import Plan
+from gaplanner.plan import GenerationRecord, Plan
 from gaplanner.problem import Problem
 
 INPUTS = {"K": "minimalloc/K.1048576.csv", "pangu": "large/somas_tensors_pangu_2.6B.csv"}
@@ -48,17 +48,17 @@ class Run:
     wall: float
 
     @property
-    def trace(self) -> list[dict]:
-        return self.plan.details["trace"]
+    def trace(self) -> tuple[GenerationRecord, ...]:
+        return self.plan.trace
 
     @property
     def evaluations_per_second(self) -> float:
         first, last = self.trace[0], self.trace[-1]
-        seconds = last["elapsed"] - first["elapsed"]
-        return (last["evaluations"] - first["evaluations"]) / seconds if seconds > 0 else float("nan")
+        seconds = last.elapsed - first.elapsed
+        return (last.evaluations - first.evaluations) / seconds if seconds > 0 else float("nan")
 
     def time_to(self, target: int) -> float:
-        return next(r["elapsed"] for r in self.trace if r["best_peak"] <= target)
+        return next(r.elapsed for r in self.trace if r.best_peak <= target)
 
 
 def _one(problem: Problem, settings: GASettings, workers: int) -> Plan:
@@ -84,15 +84,15 @@ def rows_for(name: str, runs: list[Run]) -> list[list[object]]:
     reference = runs[0]
     rows = []
     for run in runs:
-        details = run.plan.details
+        search = run.plan.search
         rows.append(
             [
                 name,
                 run.label,
-                details.get("population", "?"),
+                search.population,
                 f"{run.wall:.1f}",
-                f"{details.get('startup_seconds', 0.0):.1f}",
-                details["generations"],
+                f"{run.plan.ray.startup_seconds if run.plan.ray else 0.0:.1f}",
+                search.generations,
                 f"{run.evaluations_per_second:.{0 if run.evaluations_per_second >= 100 else 2}f}",
                 f"{run.evaluations_per_second / reference.evaluations_per_second:.2f}",
                 f"{run.plan.ratio:.4f}",

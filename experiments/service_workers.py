@@ -40,7 +40,7 @@ def search(seed: int, seconds: float, blocks: int) -> tuple[int, float]:
     problem = problem_from_json(unreachable_bound_document(blocks, seed=seed))
     settings = GASettings(time_limit=seconds, stall_generations=None, seed=seed)
     cpu = time.thread_time()
-    generations = int(solve(problem, "ga", settings).details["generations"])
+    generations = solve(problem, "ga", settings).search.generations
     return generations, time.thread_time() - cpu
 
 

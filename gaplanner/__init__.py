@@ -2,32 +2,49 @@
 
 Data flows one way: document -> :class:`Problem` (blocks, conflicts, lower
 bound) -> search -> :class:`Plan` (verified offsets) -> JSON / CSV.
+
+The front door::
+
+    import gaplanner
+
+    problem = gaplanner.load_problem("zoo:resnet50@2")
+    plan = gaplanner.solve(problem, "ga", gaplanner.GASettings(time_limit=5))
+
+Importing the package does no work: compiled kernels are checked and loaded
+at their first use, or up front with :func:`warm_up`.
 """
 
 from gaplanner.baselines import BASELINES, best_fit_coalescing, first_fit, greedy_size
 from gaplanner.errors import GaplannerError, InputError, PlanError
+from gaplanner.ga import GASettings
 from gaplanner.io import load_problem, problem_from_csv_text, problem_from_json
-from gaplanner.jit_cache import drop_stale_cache
+from gaplanner.kernels import warm_up
 from gaplanner.placement import decode, decode_population
-from gaplanner.plan import Plan, make_plan
+from gaplanner.plan import GenerationRecord, Plan, RayStats, SearchStats, make_plan
 from gaplanner.problem import Problem, build_problem, problem_from_arrays
-from gaplanner.random_search import random_search
+from gaplanner.random_search import RandomSearchSettings, random_search
 from gaplanner.schema import Document, parse_document
+from gaplanner.solve import ALGORITHMS, ComparisonRow, compare, settings_for, solve
 from gaplanner.verify import find_violation, verify
 
-# Numba loads a cached function at its first call, so this runs before any does.
-drop_stale_cache()
-
 __all__ = [
+    "ALGORITHMS",
     "BASELINES",
+    "ComparisonRow",
     "Document",
+    "GASettings",
     "GaplannerError",
+    "GenerationRecord",
     "InputError",
     "Plan",
     "PlanError",
     "Problem",
+    "RandomSearchSettings",
+    "RayStats",
+    "SearchStats",
     "best_fit_coalescing",
     "build_problem",
+    "compare",
     "decode",
     "decode_population",
     "find_violation",
@@ -40,5 +57,8 @@ __all__ = [
     "problem_from_csv_text",
     "problem_from_json",
     "random_search",
+    "settings_for",
+    "solve",
     "verify",
+    "warm_up",
 ]

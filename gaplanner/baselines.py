@@ -1,7 +1,7 @@
 """The heuristics every search is measured against; each returns a verified plan.
 
 * ``first-fit`` — first-fit decoding of the execution order (start, then index).
-* ``best-fit-coalescing`` — seed 000's time walk: at each step the blocks whose
+* ``best-fit-coalescing`` — a walk over time: at each step the blocks whose
   lifetime ended return to a free list sorted by offset, adjacent free blocks
   coalesce, a new block takes the smallest free block that fits, and when none
   fits the largest free block is extended to the size needed, the arena grows

@@ -12,14 +12,16 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from gaplanner.errors import GaplannerError, InputError, PlanError
-from gaplanner.ga import GASettings, GenerationRecord
+from gaplanner.ga import GASettings
 from gaplanner.io import load_problem, read_offsets, read_tensor_offsets, write_text
 from gaplanner.model_check import check_tensor_plan
+from gaplanner.plan import GenerationRecord
 from gaplanner.rules import INPLACE_CHOICES, Rules
 from gaplanner.schema import document_json_schema
-from gaplanner.solve import ALGORITHMS, compare, solve
+from gaplanner.solve import ALGORITHMS, compare, settings_for, solve
 from gaplanner.verify import find_violation
 
 #: What ``gaplanner plan`` plans when no input is given.
@@ -68,16 +70,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _settings(args: argparse.Namespace) -> GASettings:
+def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
+    """The algorithm's settings from the search flags it uses (a baseline uses none)."""
+    options = {
+        "population": args.population,
+        "generations": args.generations,
+        "time_limit": args.time_limit,
+        "stall_generations": args.stall_generations,
+        "seed": args.seed,
+        "islands": args.islands,
+    }
     try:
-        return GASettings(
-            population=args.population,
-            generations=args.generations,
-            time_limit=args.time_limit,
-            stall_generations=args.stall_generations,
-            seed=args.seed,
-            islands=args.islands,
-        )
+        return settings_for(algorithm, options)
     except InputError as exc:  # name the flag: "--time-limit: must be a positive number of seconds, got nan"
         raise InputError(exc.reason, f"--{exc.field.replace('_', '-')}" if exc.field else "options") from None
 
@@ -116,7 +120,7 @@ def _plan(args: argparse.Namespace) -> int:
             plan = solve(
                 problem,
                 args.algorithm,
-                _settings(args),
+                _settings(args, args.algorithm),
                 on_progress=progress,
                 workers=args.workers,
                 ray_address=args.ray_address,
@@ -235,7 +239,7 @@ def _add_zoo_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from gaplanner.docjson import document_text
+    from gaplanner.document_writer import document_text
     from gaplanner.onnx_import import import_onnx
     from gaplanner.problem import build_problem
 

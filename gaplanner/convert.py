@@ -18,7 +18,7 @@ import csv
 import io
 
 from gaplanner.clocks import format_clock
-from gaplanner.docjson import document_text
+from gaplanner.document_writer import document_text
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem
 

@@ -8,7 +8,7 @@ scores, in the order they rank it:
    bound (minimised). Two plans with the same peak are rarely equally close to
    a lower one: the excess says how much must still come down, so selection
    has a slope to follow across the long plateaus of equal peaks;
-3. seed 003's *contiguity of reuse* (maximised): in the sequence of blocks
+3. its *contiguity of reuse* (maximised): in the sequence of blocks
    sorted by the start address they were given, the share of adjacent pairs
    in a reuse relation, i.e. not conflicting, with the later block not larger
    than the earlier one, so it can sit in the space the earlier one held.
@@ -93,7 +93,7 @@ def _sort_by_address(order, offsets, out):
 
     A child's order is its parent's address order with a few genes moved, so
     it is nearly sorted by its own offsets: insertion sort runs in close to
-    linear time there (4x faster than a merge sort on MiniMalloc K). Orders
+    linear time there, far faster than a merge sort. Orders
     far from sorted (random ones) fall back to the merge sort once the moves
     pass a linear budget.
     """
@@ -122,8 +122,8 @@ def _score_population(
 ):  # fmt: skip
     """Decode each order, re-sort it by address and score it (in parallel, as the decoder).
 
-    Re-sorting by address is seed 003's step "pre-allocate, then sort by start
-    address". First-fit decoding of the re-sorted order gives every block the
+    Re-sorting by address is the reuse-ordering step "pre-allocate, then sort
+    by start address". First-fit decoding of the re-sorted order gives every block the
     offset it had: each block's blockers (the placed neighbours that ruled out
     lower offsets) lie below it, so they still come first, and the blocks now
     placed before it that were not lie below it too, in space it did not use.

@@ -6,7 +6,7 @@ explicit ``sync`` edges. Operators are laid out in one linear extension of that
 order (round-robin over cores: ready operators by their index in their core's
 program); positions in it are the time axis of the blocks.
 
-Conventions (seed 000): a tensor lives from its writer to its last reader,
+Conventions (those of an operator execution queue): a tensor lives from its writer to its last reader,
 inclusive, so an operator's outputs never share with its inputs; an unread
 output lives at its writer only; a graph input (no writer) lives from time 0.
 """

@@ -46,16 +46,29 @@ def _resolve(source: str | Path) -> Path:
     return path
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start})", "input") from None
+
+
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
         raise InputError(f"{path.name} is not valid JSON ({exc})", "input") from None
+    except RecursionError:
+        raise InputError(f"{path.name} is nested too deeply to read", "input") from None
 
 
-def problem_from_json(data: Any, name: str | None = None) -> Problem:
-    """A problem from parsed JSON data (a graph or buffer-list document)."""
-    return build_problem(parse_document(data), name)
+def problem_from_json(data: Any, name: str | None = None, rules: Rules | None = None) -> Problem:
+    """A problem from parsed JSON data (a graph, buffer-list or pool document)."""
+    if isinstance(data, dict) and "models" in data:
+        from gaplanner.pool import problem_from_pool_document
+
+        return problem_from_pool_document(data, name, rules)
+    return build_problem(parse_document(data), name, rules)
 
 
 def _integer_column(rows: list[dict[str, str]], column: str, first_line: int) -> np.ndarray:
@@ -133,35 +146,53 @@ def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
     return problem_from_arrays(_integer_column(rows, "size", 2), lower, upper, ids=ids, name=name)
 
 
-def load_problem(source: str | Path, rules: Rules | None = None) -> Problem:
-    """A problem from a JSON document, a MiniMalloc CSV, an ONNX model, ``example:NAME`` or ``zoo:NAME[@N]``.
+def problem_from_text(filename: str, text: str, rules: Rules | None = None) -> Problem:
+    """A problem from a file's name and text (MiniMalloc CSV if the name ends in .csv, else JSON)."""
+    name = filename.rsplit(".", 1)[0]
+    if filename.lower().endswith(".csv"):
+        return problem_from_csv_text(text, name)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{filename} is not valid JSON ({exc})", "input") from None
+    except RecursionError:
+        raise InputError(f"{filename} is nested too deeply to read", "input") from None
+    return problem_from_json(data, name, rules)
 
-    ``rules``: the runtime's memory rules for a graph (default :class:`Rules`).
+
+#: What :func:`load_problem` reads: a name or a path, a parsed document, or a file's name and text.
+Source = str | Path | dict[str, Any] | tuple[str, str]
+
+
+def load_problem(source: Source, rules: Rules | None = None) -> Problem:
+    """A problem from a name, a file, a parsed document or a file's text.
+
+    ``source``: ``zoo:NAME[@N]``, ``example:NAME`` or the path of a JSON
+    document, MiniMalloc CSV or ONNX model; a parsed graph or buffer-list
+    document (a dict); or ``(filename, text)``, a file's contents read
+    elsewhere. ``rules``: the runtime's memory rules for a graph (default
+    :class:`Rules`).
     """
+    if isinstance(source, dict):
+        return problem_from_json(source, None, rules)
+    if isinstance(source, tuple):
+        return problem_from_text(*source, rules)
     if str(source).startswith(ZOO_PREFIX):
         doc = zoo_document(str(source))
         return build_problem(doc, doc.name, rules)
     path = _resolve(source)
-    name = path.name.rsplit(".", 1)[0]
-    if path.suffix.lower() == ".csv":
-        return problem_from_csv_text(path.read_text(encoding="utf-8"), name)
     if path.suffix.lower() == ".onnx":
         from gaplanner.onnx_import import import_onnx  # onnx stays optional
 
-        return build_problem(import_onnx(path), name, rules)
-    data = _read_json(path)
-    if isinstance(data, dict) and "models" in data:
-        from gaplanner.pool import problem_from_pool_document
-
-        return problem_from_pool_document(data, name, rules)
-    return build_problem(parse_document(data), name, rules)
+        return build_problem(import_onnx(path), path.name.rsplit(".", 1)[0], rules)
+    return problem_from_text(path.name, _read_text(path), rules)
 
 
 def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
     """Offsets of a plan file (the JSON plan, or a CSV with ``id`` and ``offset`` columns)."""
     path = _resolve(source)
     if path.suffix.lower() == ".csv":
-        header, rows = _csv_rows(path.read_text(encoding="utf-8").splitlines(), path.name)
+        header, rows = _csv_rows(_read_text(path).splitlines(), path.name)
         if not {"id", "offset"} <= set(header):
             raise InputError("a CSV plan needs id and offset columns", "plan")
         pairs = dict(zip((r["id"] for r in rows), _integer_column(rows, "offset", 2), strict=True))
@@ -187,7 +218,7 @@ def read_tensor_offsets(problem: Problem, source: str | Path) -> dict[str, int]:
     """Every tensor's offset from a plan file: its ``tensors`` list, else its blocks' offsets."""
     path = _resolve(source)
     if path.suffix.lower() == ".csv":
-        header, csv_rows = _csv_rows(path.read_text(encoding="utf-8").splitlines(), path.name)
+        header, csv_rows = _csv_rows(_read_text(path).splitlines(), path.name)
         if not {"id", "offset"} <= set(header):
             raise InputError("a CSV plan needs id and offset columns", "plan")
         offsets = _integer_column(csv_rows, "offset", 2)

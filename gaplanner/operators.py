@@ -52,9 +52,9 @@ def ordered_crossover(
     otherwise a random slice ``first[a:b]`` (two cuts). A parent's order is
     sorted by address, so its prefix is the bottom of its memory: the child
     keeps those blocks where they were, and decoding it starts at ``b`` from
-    the parent's offsets. Side by side at 5 s on MiniMalloc A, E, I, J and K
-    (seeds 2-5), the prefix gave a geometric mean of 1.098 against 1.119 for the
-    slice, better in 17 runs of 20 (README, "The genetic search").
+    the parent's offsets. The prefix is the default: side by side on
+    MiniMalloc's challenging set it gave lower peaks than the slice (see
+    docs/decisions.md).
     """
     n = parents.shape[1]
     if keep_prefix:
@@ -88,9 +88,8 @@ def _peak_move(order, critical, u, v):
     """Move one critical block (``critical[block]``) to an earlier place in the order.
 
     The blocks ending at the peak are the ones to lower; placing one of them
-    earlier lets first-fit find it a lower gap before the others fill it.
-    (A log-uniform distance, favouring short moves that are cheap to re-decode,
-    did worse on MiniMalloc E, I and K at 10 s and no better on pangu.)
+    earlier lets first-fit find it a lower gap before the others fill it. The
+    distance is uniform: favouring short moves, cheap to re-decode, did worse.
     """
     count = critical.sum()
     if count == 0:
@@ -194,10 +193,9 @@ def _hole_move(order, offsets, sizes, lower, upper, start_load, indptr, indices,
     covering the most of the hole always, each other one with probability the
     bytes of the hole it covers over that most.
 
-    (On greedy-size's pangu plan the hole that matters is 40 MiB, beside a
-    4-byte one, under two 20 MiB blockers among seven: it has to move both.
-    Holes drawn uniformly and each blocker moved with probability 1 / their
-    number improved 1 child in 40 there, this rule 6 in 40.) With no hole, the
+    (The hole that matters is often a large one under a few large blockers,
+    beside small holes: drawing holes by their bytes and moving the big
+    blockers surely reaches it far more often than uniform draws.) With no hole, the
     critical block itself moves to a random earlier place (a peak move).
     """
     n = len(order)

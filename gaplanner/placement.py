@@ -26,18 +26,12 @@ ranges of the blocks before it alone.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-
-# Numba's OpenMP threads spin while they wait. On a machine with other work that
-# spinning cost two threads 3x the time of one (GA on MiniMalloc K, load ~4:
-# 9k evaluations in 5 s against 25k on one thread); passive waiting gave 31k.
-# Read by libgomp when the first parallel decode loads it; a user's setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb
 import numpy as np
 
+from gaplanner import kernels
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem
 
@@ -50,8 +44,7 @@ SORT_MIN_RANGES = 512
 # Neighbour lists are padded with the never-placed block to a multiple of this many
 # entries, so the sweeps' vector loops have no remainder. LLVM vectorizes a sweep as
 # 8 lanes unrolled 4 times; with lists padded to 32 every sweep runs that body alone,
-# never the 4-lane epilogue: 1.01-1.09x on MiniMalloc K, E and J against padding to 8,
-# although the gather copies 31 % more entries on K.
+# never the 4-lane epilogue, which pays for the padding the gather copies.
 NEIGHBOUR_LANES = 32
 
 
@@ -135,16 +128,12 @@ def _first_fit_deep(size, alignment, starts, ends, count, index_bits, scratch):
     """First-fit for a block with many ranges: a few sweeps, then one pass in order of start.
 
     Each sweep climbs one layer of a stack of ranges, and the long-lived blocks
-    of a large graph sit under stacks hundreds of layers deep: decoding pangu in
-    size order tests 2.2 billion ranges, 2.0 billion of them for the 2,000
-    blocks that need more than 64 sweeps. So a block with ``SORT_MIN_RANGES``
-    or more ranges sweeps ``SWEEPS_BEFORE_SORT`` times, then finishes in one
-    pass over the ranges still above the candidate, sorted by start: 3-4x the
-    decodes per second on pangu in size order. A block with fewer ranges sweeps
-    to the end: sorting them costs more than the sweeps it saves (MiniMalloc J,
-    up to 400 ranges a block, decoded at 0.5x the rate when every block sorted
-    after 16 sweeps, at 0.85x when those with 256 ranges or more did; pangu is
-    as fast with 512).
+    of a large graph sit under stacks hundreds of layers deep, where most of a
+    decode's range tests go to the few blocks that need many sweeps. So a
+    block with ``SORT_MIN_RANGES`` or more ranges sweeps ``SWEEPS_BEFORE_SORT``
+    times, then finishes in one pass over the ranges still above the
+    candidate, sorted by start. A block with fewer ranges sweeps to the end:
+    sorting them costs more than the sweeps it saves.
     """
     candidate, fits = _sweep(size, alignment, starts, ends, count, 0, SWEEPS_BEFORE_SORT)
     if fits:
@@ -239,8 +228,8 @@ def workspace(sizes, indptr):
 
     ``placed`` holds the placed blocks' ranges, starts in row 0 and ends in row
     1; column ``n`` is the never-placed block the neighbour lists are padded
-    with. Allocating these per row, not per thread, cost 15-20 % of a decode of
-    MiniMalloc K.
+    with. Allocating them per thread, not per row, keeps allocation out of the
+    hot loop.
     """
     n = len(sizes)
     width = 1
@@ -344,7 +333,7 @@ class Decoder:
 
     Sizes and the range table are int32 when every offset fits, else int64.
     Neighbour indices are unsigned: numba then skips the wraparound test of
-    negative indices in the gather, 7-10 % of a decode on MiniMalloc K and E.
+    negative indices in the gather.
     The neighbour lists are padded to multiples of ``NEIGHBOUR_LANES``.
     ``pinned`` lists the blocks with a fixed offset, ``pinned_offsets`` has it
     (-1 for the others).
@@ -369,6 +358,7 @@ class Decoder:
 
     @classmethod
     def for_problem(cls, problem: Problem) -> Decoder:
+        kernels.prepare()  # before the first parallel decode in this process
         max_degree = max(1, int(problem.conflicts.degrees().max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
         # Offsets stay below the sum of sizes plus alignment padding; best-fit's keys pack offset and index.
@@ -426,13 +416,14 @@ def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndar
     padded_indptr = np.zeros(n + 1, np.int64)
     np.cumsum(padded, out=padded_indptr[1:])
     padded_indices = np.full(padded_indptr[-1], n, np.uint32)
-    for b in range(n):  # a list at a time: no temporary the size of the graph (iopddl_Y: 360 M entries)
+    for b in range(n):  # a list at a time: no temporary the size of the graph
         padded_indices[padded_indptr[b] : padded_indptr[b] + degrees[b]] = indices[indptr[b] : indptr[b + 1]]
     return padded_indptr, padded_indices
 
 
-def warm_up() -> None:
+def load_decoder() -> None:
     """Load (or compile) the population decoder with a one-block problem, for both integer widths."""
+    kernels.prepare()
     for dtype, sentinel in ((np.int32, INT32_SENTINEL), (np.int64, INT64_SENTINEL)):
         one = np.ones(1, dtype)
         decode_population_into(

@@ -9,7 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,20 +22,59 @@ from gaplanner.problem import Problem
 from gaplanner.verify import verify
 
 
+@dataclass(frozen=True)
+class GenerationRecord:
+    """One line of a search's convergence trace (a generation of the GA, a batch of random search)."""
+
+    generation: int
+    best_peak: int
+    mean_peak: float
+    evaluations: int
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    """What a search did: its generations (random search: batches), evaluations and settings."""
+
+    generations: int
+    evaluations: int
+    seed: int
+    population: int | None = None
+
+
+@dataclass(frozen=True)
+class RayStats:
+    """How a search ran on Ray: its islands, worker processes, start-up time and worker restarts."""
+
+    islands: int
+    workers: int
+    startup_seconds: float
+    restarts: int
+
+
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """A verified placement of every block of a problem."""
+    """A verified placement of every block of a problem.
+
+    ``lower_bound`` is the best bound known, the problem's own or a higher one
+    a search proved; ``bound_origin`` says where it comes from (``max load``,
+    ``clique``, or the search's name for it). ``trace``, ``stop_reason`` and
+    ``search`` are set by the searches, ``ray`` by a search that ran on Ray.
+    """
 
     algorithm: str
     problem: Problem
     offsets: np.ndarray
     peak: int
     elapsed: float
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def lower_bound(self) -> int:
-        return self.problem.lower_bound
+    lower_bound: int
+    bound_origin: str
+    stop_reason: str | None = None
+    trace: tuple[GenerationRecord, ...] = ()
+    search: SearchStats | None = None
+    ray: RayStats | None = None
+    decode_seconds: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -61,7 +101,7 @@ class Plan:
                 for bid, off, size in zip(problem.ids, self.offsets, problem.sizes, strict=True)
             ],
             **({"tensors": self.tensor_rows()} if problem.tensors is not None else {}),
-            **self.details,
+            **self._search_dict(),
         }
 
     def tensor_offsets(self) -> dict[str, int]:
@@ -82,6 +122,25 @@ class Plan:
                 row["shares_with"] = ids[b]
             rows.append(row)
         return rows
+
+    def _search_dict(self) -> dict[str, Any]:
+        """The search's fields, under the keys the JSON output has always used."""
+        data: dict[str, Any] = {"bound_origin": self.bound_origin}
+        if self.decode_seconds is not None:
+            data["decode_seconds"] = round(self.decode_seconds, 6)
+        if self.search is not None:
+            data.update(generations=self.search.generations, evaluations=self.search.evaluations)
+        if self.stop_reason is not None:
+            data["stop_reason"] = self.stop_reason
+        if self.search is not None:
+            data["seed"] = self.search.seed
+            if self.search.population is not None:
+                data["population"] = self.search.population
+        if self.ray is not None:
+            data.update(ray=True, **asdict(self.ray))
+        if self.search is not None or self.trace:
+            data["trace"] = [asdict(record) for record in self.trace]
+        return data
 
     def to_csv(self) -> str:
         """MiniMalloc's CSV with an ``offset`` column (``id,lower,upper,size,offset``).
@@ -112,15 +171,42 @@ def make_plan(
     offsets: np.ndarray,
     algorithm: str,
     started: float,
-    **details: Any,
+    *,
+    stop_reason: str | None = None,
+    trace: Sequence[GenerationRecord] = (),
+    search: SearchStats | None = None,
+    ray: RayStats | None = None,
+    decode_seconds: float | None = None,
+    proved_bound: int | None = None,
+    bound_origin: str | None = None,
 ) -> Plan:
-    """Verify ``offsets`` and wrap them in a :class:`Plan` (``started``: a perf_counter time)."""
+    """Verify ``offsets`` and wrap them in a :class:`Plan` (``started``: a perf_counter time).
+
+    ``proved_bound`` / ``bound_origin``: a lower bound the search proved (for
+    example an exact search that exhausted every smaller arena) and its name.
+    """
     offsets = np.asarray(offsets, np.int64)
     peak = int((offsets + problem.sizes).max())
     verify(problem, offsets, peak)
+    lower_bound, origin = problem.lower_bound, "max load" if problem.interval_conflicts else "clique"
+    if proved_bound is not None and proved_bound > lower_bound:
+        lower_bound, origin = proved_bound, bound_origin or "search"
+    plan = Plan(
+        algorithm,
+        problem,
+        offsets,
+        peak,
+        0.0,
+        lower_bound,
+        origin,
+        stop_reason=stop_reason,
+        trace=tuple(trace),
+        search=search,
+        ray=ray,
+        decode_seconds=decode_seconds,
+    )
     if problem.document is not None:
-        plan = Plan(algorithm, problem, offsets, peak, 0.0)
         violation = check_tensor_plan(problem.document, problem.rules, plan.tensor_offsets(), peak)
         if violation is not None:
             raise PlanError(f"the plan breaks the model's rules: {violation}")
-    return Plan(algorithm, problem, offsets, peak, time.perf_counter() - started, details)
+    return replace(plan, elapsed=time.perf_counter() - started)

@@ -1,4 +1,4 @@
-"""First-fit with random search: the GA's simplest rival (seed 003, Figure 10b).
+"""First-fit with random search: the GA's simplest rival.
 
 Uniformly random allocation orders, drawn in batches from one seeded
 ``numpy`` Generator and decoded by first-fit placement in one vectorized call
@@ -6,23 +6,47 @@ per batch (:meth:`gaplanner.placement.Decoder.decode_population`); the best
 plan seen so far is kept. No heuristic start, no selection, no recombination:
 what the GA gains over this is what its search contributes.
 
-The result carries the same convergence trace as the GA
-(``plan.details["trace"]``: one entry per batch with ``generation``,
-``best_peak``, ``mean_peak`` of the batch, ``evaluations`` so far and
-``elapsed`` seconds), so the two plot on the same axes.
+The result carries the same convergence trace as the GA (``plan.trace``: one
+record per batch), so the two plot on the same axes.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from gaplanner.errors import InputError
 from gaplanner.placement import Decoder
-from gaplanner.plan import Plan, make_plan
+from gaplanner.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.problem import Problem
+
+
+@dataclass(frozen=True)
+class RandomSearchSettings:
+    """When random search stops: after ``evaluations`` decoded orders, ``time_limit`` seconds, or
+    (unless ``stop_at_lower_bound`` is false) at a plan that meets the lower bound."""
+
+    evaluations: int | None = 1000
+    time_limit: float | None = None
+    batch: int = 48
+    seed: int = 0
+    stop_at_lower_bound: bool = True
+
+    def __post_init__(self) -> None:
+        """Refuse settings no search can run with; the error names the field."""
+        if self.evaluations is None and self.time_limit is None:
+            raise InputError("give evaluations or time_limit")
+        if self.evaluations is not None and self.evaluations < 1:
+            raise InputError(f"must be at least 1, got {self.evaluations}", "evaluations")
+        if self.time_limit is not None and not (math.isfinite(self.time_limit) and self.time_limit > 0):
+            raise InputError(f"must be a positive number of seconds, got {self.time_limit}", "time_limit")
+        if self.batch < 1:
+            raise InputError(f"must be at least 1, got {self.batch}", "batch")
+        if self.seed < 0:
+            raise InputError(f"must be at least 0, got {self.seed}", "seed")
 
 
 def random_orders(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -30,69 +54,42 @@ def random_orders(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.permuted(np.tile(np.arange(n, dtype=np.int64), (count, 1)), axis=1)
 
 
-def random_search(
-    problem: Problem,
-    evaluations: int | None = 1000,
-    *,
-    time_limit: float | None = None,
-    batch: int = 48,
-    seed: int = 0,
-    stop_at_lower_bound: bool = True,
-) -> Plan:
+def random_search(problem: Problem, settings: RandomSearchSettings | None = None) -> Plan:
     """The best first-fit plan over random allocation orders; a verified plan with its trace.
 
-    Stops after ``evaluations`` decoded orders (the last batch is cut to fit),
-    after ``time_limit`` seconds (checked between batches), or, unless
-    ``stop_at_lower_bound`` is false, as soon as a plan meets the lower bound.
-    The same ``seed`` gives the same plan and the same trace of peaks.
+    The last batch is cut to fit the evaluation limit; the clock is checked
+    between batches. The same seed gives the same plan and the same trace of peaks.
     """
-    if evaluations is None and time_limit is None:
-        raise InputError("give evaluations or time_limit")
-    if evaluations is not None and evaluations < 1:
-        raise InputError(f"must be at least 1, got {evaluations}", "evaluations")
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise InputError(f"must be a positive number of seconds, got {time_limit}", "time_limit")
-    if batch < 1:
-        raise InputError(f"must be at least 1, got {batch}", "batch")
+    s = settings or RandomSearchSettings()
     started = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(s.seed)
     decoder = Decoder.for_problem(problem)
     best_peak = np.iinfo(np.int64).max
     best_offsets = np.zeros(problem.n, np.int64)
     done = 0
-    trace: list[dict[str, float | int]] = []
+    trace: list[GenerationRecord] = []
     stop_reason = ""
     while not stop_reason:
-        count = batch if evaluations is None else min(batch, evaluations - done)
+        count = s.batch if s.evaluations is None else min(s.batch, s.evaluations - done)
         peaks, offsets = decoder.decode_population(random_orders(problem.n, count, rng))
         done += count
         k = int(np.argmin(peaks))
         if peaks[k] < best_peak:
             best_peak, best_offsets = int(peaks[k]), offsets[k].copy()
         elapsed = time.perf_counter() - started
-        trace.append(
-            {
-                "generation": len(trace),
-                "best_peak": best_peak,
-                "mean_peak": float(peaks.mean()),
-                "evaluations": done,
-                "elapsed": elapsed,
-            }
-        )
-        if stop_at_lower_bound and best_peak <= problem.lower_bound:
+        trace.append(GenerationRecord(len(trace), best_peak, float(peaks.mean()), done, elapsed))
+        if s.stop_at_lower_bound and best_peak <= problem.lower_bound:
             stop_reason = "lower bound reached"
-        elif evaluations is not None and done >= evaluations:
+        elif s.evaluations is not None and done >= s.evaluations:
             stop_reason = "evaluation limit"
-        elif time_limit is not None and elapsed >= time_limit:
+        elif s.time_limit is not None and elapsed >= s.time_limit:
             stop_reason = "time limit"
     return make_plan(
         problem,
         best_offsets,
         "random-search",
         started,
-        evaluations=done,
-        batches=len(trace),
         stop_reason=stop_reason,
-        seed=seed,
         trace=trace,
+        search=SearchStats(generations=len(trace), evaluations=done, seed=s.seed),
     )

@@ -2,58 +2,104 @@
 
 The CLI, the REST service and the experiment runner call this and nothing
 below it, in the spirit of pymoo's ``minimize(problem, algorithm, termination)``.
+Algorithms are found by name in :data:`ALGORITHMS`; each takes its own
+settings class (:class:`GASettings`, :class:`RandomSearchSettings`) or none
+(the baselines), and refuses any other.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
 
 from gaplanner.baselines import BASELINES
+from gaplanner.errors import InputError
 from gaplanner.ga import GASettings, ProgressCallback, StopCheck, run_ga
 from gaplanner.plan import Plan
 from gaplanner.problem import Problem
+from gaplanner.random_search import RandomSearchSettings, random_search
 
 #: Every algorithm name ``solve`` accepts; ``ga`` is the default.
-ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES)
+ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search")
+
+#: The settings class of each algorithm that takes settings; the others take none.
+SETTINGS: dict[str, type] = {"ga": GASettings, "random-search": RandomSearchSettings}
+
+
+def _check_settings(algorithm: str, settings: object | None) -> None:
+    """Refuse an unknown algorithm, and settings the algorithm does not use (naming both)."""
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}", "algorithm")
+    if settings is None:
+        return
+    expected = SETTINGS.get(algorithm)
+    if expected is None:
+        raise InputError(
+            f"{algorithm} takes no settings, got {type(settings).__name__}; pass None", "settings"
+        )
+    if not isinstance(settings, expected):
+        raise InputError(f"{algorithm} takes {expected.__name__}, not {type(settings).__name__}", "settings")
+
+
+def settings_for(algorithm: str, options: Mapping[str, Any]) -> Any:
+    """The settings of ``algorithm`` from ``options``, taking the keys its settings class has.
+
+    For front ends (the CLI, the service) whose one set of options serves
+    every algorithm: keys the algorithm does not use are left out, and an
+    algorithm without settings gets None. The settings' own checks apply.
+    """
+    _check_settings(algorithm, None)
+    kind = SETTINGS.get(algorithm)
+    if kind is None:
+        return None
+    names = {f.name for f in fields(kind)}
+    return kind(**{key: value for key, value in options.items() if key in names})
 
 
 def solve(
     problem: Problem,
     algorithm: str = "ga",
-    settings: GASettings | None = None,
+    settings: GASettings | RandomSearchSettings | None = None,
     *,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
     workers: int | None = 1,
     ray_address: str | None = None,
 ) -> Plan:
-    """A verified plan for ``problem`` from the named algorithm.
+    """A verified plan for ``problem`` from the named algorithm (one of :data:`ALGORITHMS`).
 
-    ``workers`` > 1 (``None``: this machine's cores) runs the GA as at least that
-    many islands, on Ray workers when that pays off (``ray_address`` or
-    ``RAY_ADDRESS`` names a cluster), see :mod:`gaplanner.distributed`.
+    ``settings``: the algorithm's settings object (None: its defaults); an
+    algorithm refuses settings of another. ``on_progress`` / ``should_stop``
+    see and stop the GA between generations. ``workers`` > 1 (``None``: this
+    machine's cores) runs the GA as at least that many islands, on Ray workers
+    when that pays off (``ray_address`` or ``RAY_ADDRESS`` names a cluster),
+    see :mod:`gaplanner.distributed`.
     """
+    _check_settings(algorithm, settings)
     if algorithm == "ga":
         if workers != 1:
             from gaplanner.distributed import solve_islands  # Ray stays optional
 
             return solve_islands(
                 problem,
-                settings,
+                settings,  # type: ignore[arg-type]
                 workers=workers,
                 ray_address=ray_address,
                 on_progress=on_progress,
                 should_stop=should_stop,
             )
-        return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)
-    if algorithm not in BASELINES:
-        raise ValueError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+        return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)  # type: ignore[arg-type]
+    if algorithm == "random-search":
+        return random_search(problem, settings)  # type: ignore[arg-type]
     return BASELINES[algorithm](problem)
 
 
 @dataclass(frozen=True)
 class ComparisonRow:
+    """One algorithm's result in :func:`compare`."""
+
     algorithm: str
     peak: int
     ratio: float
@@ -68,12 +114,18 @@ def compare(
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
 ) -> list[ComparisonRow]:
-    """Every baseline and the GA on one problem, in the order of :data:`ALGORITHMS` (GA last)."""
+    """Every baseline, then the GA (with ``settings``), on one problem."""
     rows = []
     usable = [name for name in BASELINES if not (problem.has_pinned and name == "best-fit-coalescing")]
     for algorithm in (*usable, "ga"):
         started = time.perf_counter()
-        plan = solve(problem, algorithm, settings, on_progress=on_progress, should_stop=should_stop)
+        plan = solve(
+            problem,
+            algorithm,
+            settings if algorithm == "ga" else None,
+            on_progress=on_progress,
+            should_stop=should_stop,
+        )
         rows.append(
             ComparisonRow(algorithm, plan.peak, plan.ratio, time.perf_counter() - started, plan.optimal)
         )

@@ -1,6 +1,6 @@
-"""Multi-core splitting: a single-core graph in seed 003's multi-core form.
+"""Multi-core splitting: a single-core graph run over several cores, as a multi-core chip runs it.
 
-Seed 003's Figure 1b runs a chain of operators on two cores: a *split*
+On two cores a chain of operators (``example:multicore_fig1b``) runs so: a *split*
 operator cuts the whole tensor ``D0`` into per-core parts ``D00``/``D01``,
 each core runs its own copy of the chain on its part (``D10``/``D11``,
 ``D20``/``D21``), and a *combine* operator gathers the parts into the whole

@@ -18,12 +18,13 @@ from gaplanner.errors import InputError
 from gaplanner.io import load_problem
 from gaplanner.problem import build_problem
 from gaplanner.schema import Buffer, Document, parse_document
+from gaplanner.solve import settings_for
 from gaplanner.zoo import ZOO_PREFIX, zoo_document
 from service.config import ServiceSettings
 from service.errors import ApiError
 from service.models import CompareRequest, PlanRequest
 from service.store import NewJob
-from service.worker import ga_settings, workers_supported
+from service.worker import workers_supported
 
 NAME_PREFIXES = (ZOO_PREFIX, "example:")
 
@@ -156,7 +157,7 @@ def _options(kind: str, options: dict[str, Any], settings: ServiceSettings) -> d
         if workers > settings.max_job_workers:
             raise ApiError(422, f"at most {settings.max_job_workers}", "options.workers")
     try:
-        ga_settings(options)
+        settings_for(options.get("algorithm", "ga") if kind == "plan" else "ga", options)
     except InputError as exc:
         raise ApiError(422, exc.reason, f"options.{exc.field}" if exc.field else "options") from None
     return options

@@ -7,7 +7,7 @@ one job per worker, each with a *slot* whose cancel flag lives in shared
 memory. Workers report progress on a queue that a reader thread keeps in
 memory; results go straight to SQLite. Processes rather than threads: the GA's
 loop is Python and holds the GIL, so threads would share one core between all
-searches and the HTTP server (see the README's measurements).
+searches and the HTTP server (``experiments/service_workers.py`` measures it).
 """
 
 from __future__ import annotations

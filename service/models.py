@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from dataclasses import fields
+from typing import Annotated, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
 
 from gaplanner.ga import GASettings
+from gaplanner.plan import GenerationRecord
 from gaplanner.solve import ALGORITHMS
+from gaplanner.solve import ComparisonRow as LibraryComparisonRow
 
 _GA = GASettings()
 
@@ -26,6 +29,17 @@ GRAPH_SCHEMA: dict[str, Any] = {
         {"type": "string", "pattern": "^(zoo|example):", "examples": ["zoo:resnet50", "zoo:resnet50@2"]},
     ],
 }
+
+
+def model_of(cls: type, name: str) -> type[BaseModel]:
+    """A response model with the fields of one of the library's dataclasses.
+
+    The service answers with what the library returns: deriving the model
+    keeps the two from drifting apart.
+    """
+    hints = get_type_hints(cls)
+    definitions: dict[str, Any] = {f.name: (hints[f.name], ...) for f in fields(cls)}
+    return create_model(name, __doc__=cls.__doc__, **definitions)
 
 
 class _Body(BaseModel):
@@ -51,7 +65,9 @@ class SearchOptions(_Body):
 
 
 class PlanOptions(SearchOptions):
-    algorithm: Algorithm = Field("ga", description="The planner; `ga` by default, or a baseline.")
+    algorithm: Algorithm = Field(
+        "ga", description="The planner: `ga` by default, a baseline, or `random-search`."
+    )
 
 
 GraphField = Annotated[Any, WithJsonSchema(GRAPH_SCHEMA)]
@@ -151,19 +167,14 @@ class PlanResult(BaseModel):
     blocks: list[PlanBlock]
 
 
-class ComparisonRow(BaseModel):
-    algorithm: str
-    peak: int
-    ratio: float
-    seconds: float
-    optimal: bool
+ComparisonRow = model_of(LibraryComparisonRow, "ComparisonRow")
 
 
 class Comparison(BaseModel):
     name: str
     blocks: int
     lower_bound: int
-    rows: list[ComparisonRow] = Field(description="The baselines, then the GA.")
+    rows: list[ComparisonRow] = Field(description="The baselines, then the GA.")  # type: ignore[valid-type]
 
 
 class _Job(BaseModel):
@@ -213,19 +224,14 @@ class JobPage(BaseModel):
     next: str | None = Field(description="The next page, or null on the last one.")
 
 
-class TraceRecord(BaseModel):
-    generation: int
-    best_peak: int
-    mean_peak: float
-    evaluations: int
-    elapsed: float
+TraceRecord = model_of(GenerationRecord, "TraceRecord")
 
 
 class Trace(BaseModel):
     id: str
     status: Status
     lower_bound: int
-    records: list[TraceRecord] = Field(
+    records: list[TraceRecord] = Field(  # type: ignore[valid-type]
         description="One per generation once finished (empty for baselines); while the search runs, "
         "the progress reports so far (about ten a second)."
     )

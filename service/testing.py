@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gaplanner.io import load_problem, problem_from_json
+from gaplanner.io import load_problem
 from gaplanner.verify import verify
 
 T = TypeVar("T")
@@ -74,7 +74,7 @@ def plan_offsets(problem: Any, plan: dict[str, Any]) -> np.ndarray:
 
 def check_plan(graph: Any, plan: dict[str, Any]) -> None:
     """Verify a served plan against its input with the library's verifier (raises PlanError)."""
-    problem = load_problem(graph) if isinstance(graph, str) else problem_from_json(graph)
+    problem = load_problem(graph)
     assert [b["id"] for b in plan["blocks"]] == list(problem.ids)
     assert plan["lower_bound"] == problem.lower_bound
     verify(problem, plan_offsets(problem, plan), plan["peak"])

@@ -2,7 +2,7 @@
 
 The parent hands each process, at start-up, a progress queue and a shared
 array of cancel flags (one per slot of the pool). A job reports a
-:class:`~gaplanner.ga.GenerationRecord` at most every ``progress_interval``
+:class:`~gaplanner.plan.GenerationRecord` at most every ``progress_interval``
 seconds and stops at the next generation once its slot's flag is set (or its
 parent process has died); the GA then returns the best plan it had.
 """
@@ -59,27 +59,11 @@ def ping() -> int:
     return os.getpid()
 
 
-def load(graph: Any):
-    """The problem of a stored ``graph`` (a document, or a ``zoo:``/``example:`` name)."""
-    from gaplanner.io import load_problem, problem_from_json
-
-    if isinstance(graph, str):
-        return load_problem(graph)
-    return problem_from_json(graph)
-
-
-def ga_settings(options: dict[str, Any]):
-    from gaplanner.ga import GASettings
-
-    keys = ("population", "generations", "time_limit", "stall_generations", "seed", "islands")
-    return GASettings(**{k: options[k] for k in keys if k in options})
-
-
 def workers_supported(kind: str) -> bool:
     """Whether this build's ``solve`` (plan jobs) or ``compare`` takes ``workers`` (Ray islands)."""
-    from gaplanner import solve
+    from gaplanner.solve import compare, solve
 
-    function = solve.solve if kind == "plan" else solve.compare
+    function = solve if kind == "plan" else compare
     return "workers" in inspect.signature(function).parameters
 
 
@@ -117,10 +101,12 @@ class _Reporter:
 
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Plan (or compare on) one input; what the store keeps of the result."""
-    from gaplanner.solve import compare, solve
+    from gaplanner.io import load_problem
+    from gaplanner.solve import compare, settings_for, solve
 
-    problem = load(graph)
-    settings = ga_settings(options)
+    problem = load_problem(graph)
+    algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
+    settings = settings_for(algorithm, options)
     reporter = _Reporter(job_id, slot)
     hooks = {"on_progress": reporter.on_progress, "should_stop": reporter.should_stop}
     if kind == "compare":
@@ -145,7 +131,7 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
             "peak": min(r.peak for r in rows),
         }
     else:
-        plan = solve(problem, options.get("algorithm", "ga"), settings, **hooks, **_extra(solve, options))
+        plan = solve(problem, algorithm, settings, **hooks, **_extra(solve, options))
         data = plan.to_dict()
         trace = data.pop("trace", None)
         result = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gaplanner.cli import ProgressLine, main
-from gaplanner.ga import GenerationRecord
+from gaplanner.plan import GenerationRecord
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -197,3 +197,22 @@ def test_bad_input_has_no_traceback_in_a_real_process(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "buffers[0].size" in result.stderr
+
+
+UNREADABLE_FILES = {
+    "not_utf8.csv": (b"id,lower,upper,size\na,0,1,\xff\n", "not_utf8.csv is not UTF-8 text"),
+    "not_utf8.json": (b'{"buffers": "\xff"}', "not_utf8.json is not UTF-8 text"),
+    "deeply_nested.json": (b"[" * 100_000 + b"]" * 100_000, "deeply_nested.json is nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE_FILES))
+def test_a_file_that_cannot_be_read_is_one_clear_line(capsys, tmp_path: Path, name: str) -> None:
+    content, expected = UNREADABLE_FILES[name]
+    (tmp_path / name).write_bytes(content)
+    code, out, err = run(capsys, "bounds", str(tmp_path / name))
+    assert code == 2 and out == ""
+    assert err.startswith(f"gaplanner: error: input: {expected}") and err.count("\n") == 1
+    # The same for a plan file handed to verify.
+    code, out, err = run(capsys, "verify", "example:seed000_queue", str(tmp_path / name))
+    assert code == 2 and err.count("\n") == 1 and expected in err

@@ -11,7 +11,7 @@ from gaplanner.fitness import PopulationFitness
 from gaplanner.placement import NEIGHBOUR_LANES, SORT_MIN_RANGES, Decoder, _sort_indices, decode
 from gaplanner.problem import Problem
 from tests.oracles import address_order, best_fit_offsets, first_fit_offsets
-from tests.test_properties import SETTINGS, graph_documents, interval_problems
+from tests.strategies import SETTINGS, graph_documents, interval_problems
 
 
 def widened(problem: Problem) -> Problem:

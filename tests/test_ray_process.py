@@ -62,8 +62,8 @@ def test_small_inputs_and_short_searches_stay_in_process() -> None:
     assert ray_pays_off(problem, GASettings(time_limit=600.0), 2)
     assert not ray_pays_off(problem, GASettings(generations=50, time_limit=None, islands=1), 2)  # a few s
     plan = solve(problem, "ga", GASettings(generations=5, time_limit=None, population=8), workers=2)
-    assert "ray" not in plan.details  # ran here, with the same two islands
-    assert plan.details["generations"] == 5
+    assert plan.ray is None  # ran here, with the same two islands
+    assert plan.search.generations == 5
 
 
 def island_workers(pid: int) -> list[psutil.Process]:

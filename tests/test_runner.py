@@ -18,15 +18,8 @@ pytest.importorskip("ray")
 pytest.importorskip("tqdm")
 psutil = pytest.importorskip("psutil")
 
-from experiments.run import (  # noqa: E402
-    COLUMNS,
-    ResultsWriter,
-    expand_inputs,
-    load_config,
-    main,
-    make_cells,
-    read_results,
-)
+from experiments.grid import expand_inputs, load_config, make_cells  # noqa: E402
+from experiments.run import COLUMNS, ResultsWriter, main, read_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

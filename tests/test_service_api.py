@@ -120,12 +120,17 @@ def test_plan_job_answers_202_then_a_verified_plan(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if a != "ga"])
-def test_baselines_are_served_too(client: TestClient, algorithm: str) -> None:
+def test_baselines_and_random_search_are_served_too(client: TestClient, algorithm: str) -> None:
     job = finish(client, submit(client, SEED000, algorithm=algorithm))
     assert job["status"] == "done"
     check_plan(SEED000, job["plan"])
     assert job["plan"]["algorithm"] == algorithm
-    assert client.get(job["links"]["trace"]).json()["records"] == []
+    records = client.get(job["links"]["trace"]).json()["records"]
+    if algorithm == "random-search":  # a search: its batches, up to the one that met the bound
+        assert records[-1]["best_peak"] == job["plan"]["peak"] == 5120
+        assert job["plan"]["stop_reason"] == "lower bound reached"
+    else:
+        assert records == []
 
 
 def test_seed000_worked_example_through_the_api(client: TestClient) -> None:
@@ -523,9 +528,9 @@ def test_long_traces_are_thinned_keeping_every_improvement() -> None:
 def test_workers_option_follows_what_the_planner_supports(client: TestClient) -> None:
     import inspect
 
-    from gaplanner import solve
+    from gaplanner import compare, solve
 
-    for route, function in (("/v1/plans", solve.solve), ("/v1/compare", solve.compare)):
+    for route, function in (("/v1/plans", solve), ("/v1/compare", compare)):
         response = client.post(route, json={"graph": SEED000, "options": {"workers": 2, "generations": 1}})
         if "workers" in inspect.signature(function).parameters:
             assert response.status_code == 202

@@ -1,4 +1,4 @@
-"""The patent's experiments (seed 003, Figures 10a and 10b) as notebooks.
+"""The reuse-ordering experiments (Figures 10a and 10b: planners by environment, convergence) as notebooks.
 
 Run them with ``python -m experiments.notebooks.run``.
 """

@@ -34,7 +34,7 @@ os.environ.setdefault("KERAS_BACKEND", "numpy")
 import keras
 from keras import layers
 
-from gaplanner.docjson import document_text
+from gaplanner.document_writer import document_text
 
 OUT = Path(__file__).resolve().parents[2] / "gaplanner" / "zoo"
 BATCH = 1

@@ -1,0 +1,100 @@
+"""The GA's main loop, in the shape of DEAP's ``algorithms.eaSimple``: step, record, stop or go on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gaplanner.baselines import baseline_plans
+from gaplanner.ga.budget import (
+    Pacing,
+    first_generation_seconds,
+    first_generation_too_costly,
+    fit_population_to_budget,
+    seconds_left,
+)
+from gaplanner.ga.island import Island, heuristic_orders, make_islands, migrate
+from gaplanner.ga.settings import GASettings
+from gaplanner.ga.termination import StopCheck, Termination
+from gaplanner.kernels import warm_up
+from gaplanner.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.problem import Problem
+
+#: Called with every generation's record as the search goes.
+ProgressCallback = Callable[[GenerationRecord], None]
+
+
+def run_ga(
+    problem: Problem,
+    settings: GASettings | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+) -> Plan:
+    """Search allocation orders; return the best verified plan with its convergence trace.
+
+    The time limit counts from after :func:`~gaplanner.kernels.warm_up`: it is the search's budget.
+    """
+    warm_up()
+    started = time.perf_counter()
+    plans = baseline_plans(problem)
+    decode_seconds = plans["first-fit"].decode_seconds
+    settings = fit_population_to_budget(problem, settings or GASettings(), decode_seconds)
+    if first_generation_too_costly(settings, decode_seconds, started):
+        return _best_baseline(problem, list(plans.values()), settings, started)
+    termination = Termination(settings, problem.lower_bound, should_stop, started)
+    building = time.perf_counter()
+    islands = make_islands(problem, settings, heuristic_orders(problem, list(plans.values())))
+    pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
+    trace: list[GenerationRecord] = []
+    while True:
+        record = generation_record(islands, len(trace), started)
+        trace.append(record)
+        if on_progress is not None:
+            on_progress(record)
+        stop_reason = termination.reason(record.generation, record.best_peak, record.evaluations)
+        step = pacing.next_step(seconds_left(settings, started))
+        if stop_reason is None and step is None:
+            stop_reason = "time limit"
+        if stop_reason is not None:
+            break
+        pacing.run(step, islands)
+        if len(trace) % settings.migration_interval == 0:
+            migrate(islands, settings.migrants)
+    best = min(islands, key=lambda island: island.best_peak)
+    return make_plan(
+        problem,
+        best.scores.offsets[int(np.argmin(best.scores.peaks))],
+        "ga",
+        started,
+        stop_reason=stop_reason,
+        trace=trace,
+        search=SearchStats(record.generation, record.evaluations, settings.seed, settings.population),
+    )
+
+
+def generation_record(islands: list[Island], generation: int, started: float) -> GenerationRecord:
+    """The trace's record of ``generation``: best and mean peak over all islands, evaluations so far."""
+    peaks = np.concatenate([island.scores.peaks for island in islands])
+    return GenerationRecord(
+        generation=generation,
+        best_peak=int(peaks.min()),
+        mean_peak=float(peaks.mean()),
+        evaluations=sum(island.fitness.evaluations for island in islands),
+        elapsed=time.perf_counter() - started,
+    )
+
+
+def _best_baseline(problem: Problem, plans: list[Plan], settings: GASettings, started: float) -> Plan:
+    """When not even the first generation fits the time limit: the best baseline's plan, as the GA's."""
+    best = min(plans, key=lambda plan: plan.peak)
+    return make_plan(
+        problem,
+        best.offsets,
+        "ga",
+        started,
+        stop_reason=f"time limit: no generation fits the budget; {best.algorithm}'s plan kept",
+        search=SearchStats(0, 0, settings.seed, settings.population),
+    )

@@ -1,0 +1,329 @@
+"""The job routes: one factory for the twin route sets of plan jobs (``/v1/plans``) and comparison
+jobs (``/v1/compare``): submit, list, read, trace, cancel.
+
+Every answer is built as data and goes out through the route's declared
+response model. Handlers that touch SQLite or parse bodies run in the
+server's thread pool, except reads of one job by id and the checks of small
+submissions, which cost less than a thread hand-off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from service import viewer
+from service.config import ServiceSettings
+from service.errors import ApiError
+from service.inputs import parse_request, prepare
+from service.jobs import JobManager
+from service.models import (
+    Accepted,
+    CompareJob,
+    CompareRequest,
+    ErrorBody,
+    JobPage,
+    PlanJob,
+    PlanRequest,
+    Status,
+    Trace,
+)
+from service.store import JobStore
+
+JSON = "application/json"
+
+LimitQuery = Annotated[int, Query(ge=1, le=100, description="Jobs per page.")]
+AfterQuery = Annotated[
+    int | None, Query(ge=0, le=2**63 - 1, description="The cursor from the previous page's `next`.")
+]
+StatusQuery = Annotated[Status | None, Query(description="Only jobs with this status.")]
+
+
+def error_response(status: int, description: str) -> dict[int | str, dict[str, Any]]:
+    """An error answer as OpenAPI documents it (the body is always an ErrorBody)."""
+    return {status: {"model": ErrorBody, "description": description}}
+
+
+ERRORS_READ = {**error_response(404, "No such job."), **error_response(422, "A malformed parameter.")}
+BODY_ERRORS = {
+    **error_response(413, "The body, or the input's block count, is over the server's limit."),
+    **error_response(
+        422, "A malformed body, an invalid input document or an option beyond the server's caps."
+    ),
+    **error_response(503, "The queue is full; retry later."),
+}
+
+
+@dataclass(frozen=True)
+class JobRoutes:
+    """What tells the plan and the comparison route sets apart."""
+
+    path: str  # under /v1
+    noun: str  # in messages and summaries
+    result: str  # the job's result key
+    request: type[BaseModel]
+    job: type[BaseModel]
+    submit_doc: str
+    list_doc: str
+    get_doc: str
+    trace_doc: str
+    cancel_doc: str
+
+
+JOB_ROUTES: dict[str, JobRoutes] = {
+    "plan": JobRoutes(
+        path="/plans",
+        noun="plan",
+        result="plan",
+        request=PlanRequest,
+        job=PlanJob,
+        submit_doc="Queue a search for `graph`; the answer's `Location` is the job to poll.",
+        list_doc="Recent plan jobs, newest first.",
+        get_doc="Status, progress while it runs, and the verified plan once done.",
+        trace_doc="The convergence trace: best and mean peak per generation (once the job has finished).",
+        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
+        "generation and keeps its best plan).",
+    ),
+    "compare": JobRoutes(
+        path="/compare",
+        noun="comparison",
+        result="comparison",
+        request=CompareRequest,
+        job=CompareJob,
+        submit_doc="Queue first-fit, best-fit-coalescing, greedy-size and the GA on one input.",
+        list_doc="Recent comparison jobs, newest first.",
+        get_doc="Status, the GA's progress while it runs, and the comparison table once done.",
+        trace_doc="The GA's convergence trace in the comparison.",
+        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
+        "generation).",
+    ),
+}
+
+
+def _iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _links(kind: str, job_id: str) -> dict[str, str | None]:
+    base = f"/v1{JOB_ROUTES[kind].path}/{job_id}"
+    return {"self": base, "trace": f"{base}/trace", "view": f"{base}/view" if kind == "plan" else None}
+
+
+def _progress(lower_bound: int, stored: str | None, live: dict[str, Any] | None) -> dict[str, Any]:
+    if live is not None:
+        return {
+            "generation": live["generation"],
+            "best_peak": live["best_peak"],
+            "lower_bound": lower_bound,
+            "elapsed_seconds": round(live["elapsed"], 6),
+            "evaluations": live["evaluations"],
+        }
+    if stored:
+        return {**json.loads(stored), "lower_bound": lower_bound}
+    return {
+        "generation": None,
+        "best_peak": None,
+        "lower_bound": lower_bound,
+        "elapsed_seconds": None,
+        "evaluations": None,
+    }
+
+
+class JobHandlers:
+    """What the job routes do, for either kind of job; the store and pool come from the app's lifespan."""
+
+    def __init__(self, settings: ServiceSettings, state: dict[str, Any]) -> None:
+        self.settings, self.state = settings, state
+
+    @property
+    def store(self) -> JobStore:
+        return self.state["store"]
+
+    @property
+    def manager(self) -> JobManager:
+        return self.state["manager"]
+
+    def job(self, kind: str, job_id: str) -> dict[str, Any]:
+        row = self.store.get(job_id)
+        if row is None or row["kind"] != kind:
+            raise ApiError(404, f"no {JOB_ROUTES[kind].noun} job with id {job_id!r}", "id")
+        live = self.manager.live(job_id) if row["status"] == "running" else None
+        live_progress, live_cancel = live if live is not None else (None, False)
+        return {
+            "id": row["id"],
+            "kind": kind,
+            "status": row["status"],
+            "created_at": _iso(row["created"]),
+            "started_at": _iso(row["started"]),
+            "finished_at": _iso(row["finished"]),
+            "input": {"name": row["name"], "blocks": row["blocks"], "lower_bound": row["lower_bound"]},
+            "options": json.loads(row["options"]),
+            "progress": _progress(row["lower_bound"], row["progress"], live_progress),
+            "error": row["error"],
+            "cancel_requested": bool(row["cancel_requested"]) or live_cancel,
+            "attempts": row["attempts"],
+            "links": _links(kind, row["id"]),
+            JOB_ROUTES[kind].result: json.loads(row["result"]) if row["result"] else None,
+        }
+
+    def submit(self, kind: str, request: BaseModel, response: Response) -> dict[str, Any]:
+        job = prepare(kind, request, self.settings)  # type: ignore[arg-type]
+        self.manager.submit(job)
+        links = _links(kind, job.id)
+        response.headers["Location"] = str(links["self"])
+        return {"id": job.id, "status": "queued", "links": links}
+
+    async def accept(self, kind: str, request: Request, response: Response) -> dict[str, Any]:
+        """Small documents are checked on the loop (cheaper than the GIL hand-offs of a thread while the
+        loop is busy); large ones and bundled names, whose problems may take a while to build, in the
+        thread pool."""
+        body = await request.body()
+        inline = len(body) <= self.settings.inline_body_bytes
+        parsed = parse_request(kind, body) if inline else await run_in_threadpool(parse_request, kind, body)
+        if not inline or isinstance(parsed.graph, str):  # type: ignore[attr-defined]
+            return await run_in_threadpool(self.submit, kind, parsed, response)
+        return self.submit(kind, parsed, response)
+
+    def page(self, kind: str, limit: int, after: int | None, status: str | None) -> dict[str, Any]:
+        rows, total = self.store.page(kind, limit, after, status)
+        items = [
+            {
+                "id": r["id"],
+                "kind": r["kind"],
+                "status": r["status"],
+                "created_at": _iso(r["created"]),
+                "finished_at": _iso(r["finished"]),
+                "name": r["name"],
+                "blocks": r["blocks"],
+                "algorithm": r["algorithm"],
+                "lower_bound": r["lower_bound"],
+                "peak": r["peak"],
+                "links": _links(kind, r["id"]),
+            }
+            for r in rows
+        ]
+        following = None
+        if len(rows) == limit and rows[-1]["seq"] > 1:
+            query = f"limit={limit}&after={rows[-1]['seq']}" + (f"&status={status}" if status else "")
+            following = f"/v1{JOB_ROUTES[kind].path}?{query}"
+        return {"items": items, "total": total, "next": following}
+
+    def trace(self, kind: str, job_id: str) -> dict[str, Any]:
+        row = self.store.get_columns(job_id, "kind", "status", "lower_bound", "trace")
+        if row is None or row["kind"] != kind:
+            raise ApiError(404, f"no job with id {job_id!r}", "id")
+        stored = json.loads(row["trace"]) if row["trace"] else {"records": [], "total_records": 0}
+        live = self.manager.live_trace(job_id) if row["status"] == "running" else None
+        if live:  # while it runs: the progress reports so far, a sample of the trace
+            stored = {"records": live, "total_records": live[-1]["generation"] + 1}
+        records = stored["records"]
+        return {
+            "id": job_id,
+            "status": row["status"],
+            "lower_bound": row["lower_bound"],
+            "records": records,
+            "total_records": stored["total_records"],
+            "thinned": stored["total_records"] > len(records),
+        }
+
+    def cancel(self, kind: str, job_id: str, response: Response) -> dict[str, Any]:
+        row = self.store.get_columns(job_id, "kind")
+        if row is None or row["kind"] != kind:
+            raise ApiError(404, f"no job with id {job_id!r}", "id")
+        outcome = self.manager.cancel(job_id)
+        if outcome in ("done", "failed"):
+            raise ApiError(409, f"the job has already finished ({outcome})", "id")
+        response.status_code = 202 if outcome == "stopping" else 200
+        return self.job(kind, job_id)
+
+    def view(self, job_id: str) -> HTMLResponse:
+        row = self.store.get_columns(job_id, "kind", "status", "result", "layout", "trace")
+        if row is None or row["kind"] != "plan":
+            raise ApiError(404, f"no plan job with id {job_id!r}", "id")
+        if not row["result"] or not row["layout"]:
+            raise ApiError(409, f"the job has no plan to draw ({row['status']})", "id")
+        records = json.loads(row["trace"])["records"] if row["trace"] else []
+        page = viewer.render(row["status"], json.loads(row["result"]), json.loads(row["layout"]), records)
+        return HTMLResponse(page)
+
+
+def add_job_routes(router: APIRouter, kind: str, handlers: JobHandlers) -> None:
+    """The submit / list / read / trace / cancel routes of one kind of job."""
+    routes = JOB_ROUTES[kind]
+    path, noun = routes.path, routes.noun
+    schema = {"$ref": f"#/components/schemas/{routes.request.__name__}"}
+
+    async def submit_job(request: Request, response: Response) -> dict[str, Any]:
+        return await handlers.accept(kind, request, response)
+
+    def list_jobs(
+        limit: LimitQuery = 20, after: AfterQuery = None, status: StatusQuery = None
+    ) -> dict[str, Any]:
+        return handlers.page(kind, limit, after, status)
+
+    async def get_job(job_id: str) -> dict[str, Any]:  # one indexed read: on the loop, no thread hop
+        return handlers.job(kind, job_id)
+
+    def get_trace(job_id: str) -> dict[str, Any]:
+        return handlers.trace(kind, job_id)
+
+    def cancel_job(job_id: str, response: Response) -> dict[str, Any]:
+        return handlers.cancel(kind, job_id, response)
+
+    def add(
+        suffix: str, endpoint: Callable[..., Any], method: str, summary: str, doc: str, **extra: Any
+    ) -> None:
+        name = f"{method.lower()}_{kind}{suffix.replace('/{job_id}', '_job').replace('/', '_')}"
+        router.add_api_route(
+            path + suffix, endpoint, methods=[method], summary=summary, description=doc, name=name, **extra
+        )
+
+    add(
+        "", submit_job, "POST", f"Submit a {noun} job", routes.submit_doc, status_code=202,
+        response_model=Accepted, responses=BODY_ERRORS,
+        openapi_extra={"requestBody": {"required": True, "content": {JSON: {"schema": schema}}}},
+    )  # fmt: skip
+    add(
+        "", list_jobs, "GET", f"List {noun} jobs", routes.list_doc, response_model=JobPage,
+        responses=error_response(422, "A malformed parameter."),
+    )  # fmt: skip
+    add("/{job_id}", get_job, "GET", f"A {noun} job", routes.get_doc, response_model=routes.job,
+        responses=ERRORS_READ)  # fmt: skip
+    add(
+        "/{job_id}/trace", get_trace, "GET", f"A {noun} job's convergence trace", routes.trace_doc,
+        response_model=Trace, responses=ERRORS_READ,
+    )  # fmt: skip
+    stopping = {"model": routes.job, "description": "The search is stopping; it keeps its best result."}
+    finished = error_response(409, "The job has already finished.")
+    add(
+        "/{job_id}", cancel_job, "DELETE", f"Cancel a {noun} job", routes.cancel_doc,
+        response_model=routes.job, responses={202: stopping, **ERRORS_READ, **finished},
+    )  # fmt: skip
+
+
+def job_router(handlers: JobHandlers, dependencies: list[Any], responses: dict[int | str, Any]) -> APIRouter:
+    """Every job route under ``/v1``, plus the plan viewer."""
+    v1 = APIRouter(prefix="/v1", dependencies=dependencies, responses=responses)
+    for kind in JOB_ROUTES:
+        add_job_routes(v1, kind, handlers)
+
+    @v1.get(
+        "/plans/{job_id}/view",
+        response_class=HTMLResponse,
+        responses={**ERRORS_READ, **error_response(409, "The job has no plan (yet).")},
+    )
+    def view_plan(job_id: str) -> HTMLResponse:
+        """A self-contained HTML page drawing the plan and its convergence curve (works offline)."""
+        return handlers.view(job_id)
+
+    return v1

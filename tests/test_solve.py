@@ -1,0 +1,86 @@
+"""The front door: ``gaplanner.solve`` by algorithm name, settings per algorithm, ``compare``."""
+
+from __future__ import annotations
+
+import pytest
+
+import gaplanner
+from gaplanner import (
+    ALGORITHMS,
+    BASELINES,
+    GASettings,
+    InputError,
+    RandomSearchSettings,
+    compare,
+    load_problem,
+    settings_for,
+    solve,
+)
+
+SEED000 = "example:seed000_queue"  # six blocks, lower bound 5120, every planner reaches it
+
+
+def test_the_package_exports_the_front_door() -> None:
+    for name in (
+        "solve",
+        "compare",
+        "GASettings",
+        "RandomSearchSettings",
+        "Plan",
+        "load_problem",
+        "ALGORITHMS",
+    ):
+        assert name in gaplanner.__all__ and hasattr(gaplanner, name)
+    assert gaplanner.solve is solve and callable(gaplanner.warm_up)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_algorithm_plans_through_solve(algorithm: str) -> None:
+    plan = solve(load_problem(SEED000), algorithm)
+    assert plan.algorithm == algorithm and plan.peak == plan.lower_bound == 5120 and plan.optimal
+
+
+def test_random_search_takes_its_settings_through_solve() -> None:
+    problem = load_problem("zoo:googlenet@2")
+    settings = RandomSearchSettings(evaluations=40, batch=16, seed=3, stop_at_lower_bound=False)
+    plan = solve(problem, "random-search", settings)
+    assert [r.evaluations for r in plan.trace] == [16, 32, 40]
+    assert plan.stop_reason == "evaluation limit" and plan.search.seed == 3
+    assert plan.peak == plan.trace[-1].best_peak
+
+
+@pytest.mark.parametrize("baseline", BASELINES)
+def test_a_baseline_refuses_settings_naming_itself(baseline: str) -> None:
+    with pytest.raises(InputError, match=f"{baseline} takes no settings, got GASettings") as refused:
+        solve(load_problem(SEED000), baseline, GASettings())
+    assert refused.value.field == "settings"
+
+
+def test_a_search_refuses_another_search_s_settings() -> None:
+    problem = load_problem(SEED000)
+    with pytest.raises(InputError, match="ga takes GASettings, not RandomSearchSettings"):
+        solve(problem, "ga", RandomSearchSettings())
+    with pytest.raises(InputError, match="random-search takes RandomSearchSettings, not GASettings"):
+        solve(problem, "random-search", GASettings())
+
+
+def test_an_unknown_algorithm_is_refused_with_the_choices() -> None:
+    with pytest.raises(InputError, match="unknown algorithm 'magic'; choose from ga, first-fit") as refused:
+        solve(load_problem(SEED000), "magic")
+    assert refused.value.field == "algorithm"
+
+
+def test_settings_for_takes_what_each_algorithm_uses() -> None:
+    options = {"seed": 4, "time_limit": 2.0, "population": 12, "islands": 1}
+    assert settings_for("ga", options) == GASettings(seed=4, time_limit=2.0, population=12, islands=1)
+    assert settings_for("random-search", options) == RandomSearchSettings(seed=4, time_limit=2.0)
+    assert settings_for("first-fit", options) is None
+    with pytest.raises(InputError) as refused:
+        settings_for("ga", {"population": 2})
+    assert refused.value.field == "population"
+
+
+def test_compare_runs_every_baseline_then_the_ga() -> None:
+    rows = compare(load_problem(SEED000), GASettings(generations=2, time_limit=None))
+    assert [row.algorithm for row in rows] == [*BASELINES, "ga"]
+    assert all(row.peak == 5120 and row.optimal and row.ratio == 1.0 for row in rows)
