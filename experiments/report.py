@@ -79,11 +79,10 @@ def write_results(
     provenance = measured or (
         f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on {machine_note()}."
     )
-    parts = [f"# {title}", markdown_table(header, rows)]
+    parts = [f"# {title}", provenance, markdown_table(header, rows)]
     if notes:
         parts.append(notes.strip())
     parts.append(f"Regenerate with:\n\n```bash\n{command}\n```")
-    parts.append(provenance)
     path = folder / f"{name}.md"
     path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
     write_index(folder, folder.parent / "benchmarks.md")
