@@ -1,19 +1,27 @@
-"""The Python examples of the README and of docs/ run and print what their comments say."""
+"""The examples of the README and of docs/: Python runs and prints what its comments say, input
+documents plan."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
 import pytest
+
+import gaplanner
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("**/*.md"))]
 # A line ``print(...)  # expected output`` states what it prints.
 PRINTED = re.compile(r"^print\(.*\)\s+#\s*(.+)$", re.MULTILINE)
+
+
+def fenced(page: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -51,3 +59,25 @@ def test_an_example_prints_what_it_says(page: Path, block: str) -> None:
     with contextlib.redirect_stdout(output):
         exec(compile(block, str(page), "exec"), {})
     assert output.getvalue().splitlines() == PRINTED.findall(block)
+
+
+DOCUMENTS = [
+    (page, k, data)
+    for page in PAGES
+    for k, data in enumerate(json.loads(block) for block in fenced(page, "json"))
+    if isinstance(data, dict) and ("operators" in data or "buffers" in data)
+]
+
+
+def test_the_readme_shows_an_input_document() -> None:
+    assert any(page == README for page, _, _ in DOCUMENTS)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [data for _, _, data in DOCUMENTS],
+    ids=[f"{page.relative_to(ROOT).as_posix()}-json{k}" for page, k, _ in DOCUMENTS],
+)
+def test_an_input_document_example_plans(data: dict) -> None:
+    plan = gaplanner.greedy_size(gaplanner.problem_from_json(data))  # verified by the model's rules
+    assert plan.peak >= plan.lower_bound > 0
