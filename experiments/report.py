@@ -95,8 +95,8 @@ def _title(path: Path) -> str:
 
 
 def write_index(folder: Path = RESULTS, index: Path = INDEX) -> Path:
-    """``index``: the intro and one link per results file, in name order."""
-    files = sorted(folder.glob("*.md"))
+    """``index``: the intro and one link per results file, the headline first, then in name order."""
+    files = sorted(folder.glob("*.md"), key=lambda path: (path.stem != "headline", path.stem))
     links = [f"- [{_title(path)}]({path.relative_to(index.parent).as_posix()})" for path in files]
     index.write_text(INDEX_INTRO + "\n## Results\n\n" + "\n".join(links) + "\n", encoding="utf-8")
     return index
