@@ -31,13 +31,18 @@ def test_carried_figures_say_where_they_come_from_instead_of_a_date(tmp_path: Pa
     assert "Measured 20" not in text
 
 
-def test_the_index_links_every_results_file_by_its_title(tmp_path: Path) -> None:
+def test_the_index_links_every_results_file_by_its_title_headline_first(tmp_path: Path) -> None:
     folder = tmp_path / "docs" / "results"
     write_results("b-second", "Second table", ["a"], [[1]], "cmd", folder=folder)
     write_results("a-first", "First table", ["a"], [[1]], "cmd", folder=folder)
+    write_results("headline", "Headline", ["a"], [[1]], "cmd", folder=folder)
     index = (tmp_path / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    first = index.index("- [First table](results/a-first.md)")
-    assert first < index.index("- [Second table](results/b-second.md)")
+    links = [line for line in index.splitlines() if line.startswith("- [")]
+    assert links == [
+        "- [Headline](results/headline.md)",
+        "- [First table](results/a-first.md)",
+        "- [Second table](results/b-second.md)",
+    ]
 
 
 def test_the_headline_table_is_copied_between_the_readme_markers(tmp_path: Path) -> None:
