@@ -7,6 +7,9 @@ Nobody types these figures: rerunning the benchmark rewrites its file.
 
     python -m experiments.report --index     # rewrite docs/benchmarks.md from docs/results/*.md
     python -m experiments.report --readme    # copy docs/results/headline.md's table into README.md
+
+``GAPLANNER_RESULTS`` names another folder for the results files (the tests
+set it, so that a benchmark run by a test does not rewrite the docs).
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ next, ratios of peaks much less. Compare figures measured in the same run.
 """
 
 
+def results_folder() -> Path:
+    """``$GAPLANNER_RESULTS``, else ``docs/results`` of this checkout."""
+    return Path(os.environ.get("GAPLANNER_RESULTS", RESULTS))
+
+
 def machine_note() -> str:
     """The processor, its core count and the load average, for reading the figures' speed."""
     model = platform.processor() or platform.machine()
@@ -67,14 +75,15 @@ def write_results(
     command: str,
     notes: str = "",
     measured: str | None = None,
-    folder: Path = RESULTS,
+    folder: Path | None = None,
 ) -> Path:
     """Write ``<folder>/<name>.md``: title, table, notes, the command that regenerates it, date, machine.
 
     ``measured``: when and where the figures come from, if not from this run
     on this machine (then the date and machine note are left out). The index
-    of the folder is rewritten too.
+    of the folder is rewritten too. ``folder``: default :func:`results_folder`.
     """
+    folder = folder or results_folder()
     folder.mkdir(parents=True, exist_ok=True)
     provenance = measured or (
         f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on {machine_note()}."

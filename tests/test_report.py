@@ -67,3 +67,10 @@ def test_table_of_takes_the_first_table_only(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("# T\n\ntext\n| a |\n|---|\n| 1 |\n\nmore\n| b |\n", encoding="utf-8")
     assert table_of(page) == "| a |\n|---|\n| 1 |"
+
+
+def test_results_go_where_the_environment_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GAPLANNER_RESULTS", str(tmp_path / "elsewhere" / "results"))
+    path = write_results("x", "X", ["a"], [[1]], "cmd")
+    assert path == tmp_path / "elsewhere" / "results" / "x.md"
+    assert (tmp_path / "elsewhere" / "benchmarks.md").is_file()
