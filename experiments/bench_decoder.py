@@ -19,6 +19,8 @@ With the ``compare`` extra installed, omnimalloc's C++ first-fit placer (the
 GA issue's reference, one call per order from Python) is timed too, its rounds
 taking turns with the numba decoder's on one thread; the ratio of the two in
 the same rounds is the figure this machine's speed does not move.
+
+The table is printed and written to ``docs/results/decoder.md``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 
 from experiments.common import benchmarks_root, markdown_table
 from experiments.comparators import omnimalloc_first_fit
+from experiments.report import write_results
 from gaplanner import Problem, load_problem
 from gaplanner.placement import Decoder
 
@@ -207,7 +210,21 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([problem.name, problem.n, label, *cells])
     header = ["input", "blocks", "orders", *RATE_HEADER]
     print(markdown_table(header, rows))
+    inputs = " ".join(args.inputs)
+    command = f"python -m experiments.bench_decoder --seconds {args.seconds:g} --inputs {inputs}"
+    write_results("decoder", "Decoder throughput: first-fit decodes per second", header, rows, command, NOTES)
     return 0
+
+
+NOTES = """\
+Random orders and *normalized* ones (sorted by the offsets they decode to, as
+the GA's individuals are). One thread: per wall-clock second, per second of
+CPU time (which leaves out time the hypervisor gave the core to other guests),
+and the best of the rounds. The C++ first-fit placer is omnimalloc 1.0's
+(`FirstFitPlacer.peak`, one call per order), timed in rounds that take turns
+with ours; the ratio of the two in the same rounds is the figure the machine's
+speed moves least. The numpy column is the same decoding written with numpy
+across the population."""
 
 
 if __name__ == "__main__":

@@ -27,10 +27,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from experiments.bench_decoder import RATE_HEADER, random_orders, rate_cells
-from experiments.common import benchmarks_root, markdown_table
+from experiments.common import benchmarks_root, markdown_table, timed
 from experiments.comparators import omnimalloc_allocators, omnimalloc_first_fit
+from experiments.report import write_results
 from gaplanner import BASELINES, load_problem
 from gaplanner.ga import GASettings, run_ga
 from gaplanner.kernels import warm_up
@@ -45,6 +47,16 @@ BEST_KNOWN = {
 }  # fmt: skip
 
 
+class Section(NamedTuple):
+    """One results table: its file name in docs/results, title, header, rows and notes."""
+
+    name: str
+    title: str
+    header: list[str]
+    rows: list[list[object]]
+    notes: str = ""
+
+
 def geometric_mean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -55,7 +67,7 @@ def best_baseline(problem) -> tuple[str, int]:
     return name, plans[name]
 
 
-def zoo_section(root: Path, seed: int, time_limit: float) -> str:
+def zoo_section(root: Path, seed: int, time_limit: float) -> Section:
     rows, times = [], []
     inputs = [str(path) for path in sorted((root / "zoo").glob("*.csv"))]
     inputs += [f"zoo:{name}@{cores}" for cores in (2, 4) for name in zoo_names()]
@@ -70,30 +82,42 @@ def zoo_section(root: Path, seed: int, time_limit: float) -> str:
         ])  # fmt: skip
     header = ["network", "blocks", "lower bound", "best baseline", "GA ratio", "generations", "GA s"]
     reached = sum(1 for row in rows if row[4] == "1.0000")
-    summary = f"lower bound reached on {reached} of {len(rows)}; median time {statistics.median(times):.3f} s"
-    return markdown_table(header, rows) + "\n\n" + summary
+    median = statistics.median(times)
+    summary = f"Lower bound reached on {reached} of {len(rows)}; median time {median:.3f} s."
+    return Section("ga-zoo", "The GA on the model zoo", header, rows, summary)
 
 
-def minimalloc_section(root: Path, seeds: int, time_limit: float) -> str:
-    """Challenging A-K, ``seeds`` runs each: per instance the median; geometric means per seed."""
+def minimalloc_section(root: Path, seeds: int, time_limit: float) -> list[Section]:
+    """Challenging A-K, ``seeds`` runs each: per instance the median; geometric means per seed.
+
+    Two tables: per instance, and the headline (one row per solver: geometric
+    mean, runs that end at the lower bound, which proves them optimal, and
+    their times).
+    """
     rows, base_ratios = [], []
+    solved: dict[str, list[float]] = {"gaplanner GA": [], "best baseline": []}
     ga_ratios: dict[int, list[float]] = {seed: [] for seed in range(seeds)}
     references = omnimalloc_allocators(time_limit)
     reference_ratios: dict[str, list[float]] = {name: [] for name in references}
+    solved |= {name: [] for name in references}
     for letter, best in BEST_KNOWN.items():
         problem = load_problem(root / "minimalloc" / f"{letter}.1048576.csv")
         name, base = best_baseline(problem)
         for reference, place in references.items():
-            offsets = place(problem)
+            offsets, seconds = timed(lambda place=place, problem=problem: place(problem))
             verify(problem, offsets)
-            reference_ratios[reference].append(int((offsets + problem.sizes).max()) / best)
+            peak = int((offsets + problem.sizes).max())
+            reference_ratios[reference].append(peak / best)
+            solved[reference] += [seconds] if peak == problem.lower_bound else []
         plans = [
             run_ga(problem, GASettings(time_limit=time_limit, seed=seed, stall_generations=None))
             for seed in range(seeds)
         ]
         for seed, plan in enumerate(plans):
             ga_ratios[seed].append(plan.peak / best)
+            solved["gaplanner GA"] += [plan.elapsed] if plan.peak == problem.lower_bound else []
         base_ratios.append(base / best)
+        solved["best baseline"] += [math.nan] if base == problem.lower_bound else []  # not timed
         rows.append([
             letter, problem.n, best, f"{base / best:.4f} ({name})",
             f"{statistics.median(plan.peak for plan in plans) / best:.4f}",
@@ -112,10 +136,56 @@ def minimalloc_section(root: Path, seeds: int, time_limit: float) -> str:
         "instance", "blocks", "best known", "best baseline / best", "GA / best (median)",
         "GA / best per seed", "evaluations/s", *(f"{name} / best" for name in references),
     ]  # fmt: skip
-    return markdown_table(header, rows)
+    per_instance = Section(
+        "ga-minimalloc", f"MiniMalloc's challenging set, {time_limit:g} s per instance", header, rows,
+        MINIMALLOC_NOTES,
+    )  # fmt: skip
+    means = {
+        "gaplanner GA": statistics.median(means), "best baseline": geometric_mean(base_ratios),
+        **{name: geometric_mean(ratios) for name, ratios in reference_ratios.items()},
+    }  # fmt: skip
+    return [per_instance, headline_section(means, solved, seeds, time_limit)]
 
 
-def large_section(root: Path, seed: int, time_limit: float) -> str:
+def headline_section(
+    means: dict[str, float], solved: dict[str, list[float]], seeds: int, time_limit: float
+) -> Section:
+    """One row per solver, best first: geometric mean, runs proved optimal and how long they took."""
+    runs = {name: (seeds if name == "gaplanner GA" else 1) * len(BEST_KNOWN) for name in means}
+    rows = [
+        [name, f"{mean:.4f}", f"{len(solved[name])} of {runs[name]}", _seconds_range(solved[name])]
+        for name, mean in sorted(means.items(), key=lambda item: item[1])
+    ]
+    header = ["solver", "A–K peak / best known", "runs proved optimal", "their time s"]
+    notes = HEADLINE_NOTES.format(time_limit=time_limit, last_seed=seeds - 1)
+    return Section("headline", HEADLINE_TITLE, header, rows, notes)
+
+
+def _seconds_range(seconds: list[float]) -> str:
+    """``min–max`` of the times measured (NaN: not timed), ``–`` when there are none."""
+    timed_runs = [s for s in seconds if not math.isnan(s)]
+    return "–" if not timed_runs else f"{min(timed_runs):.2f}–{max(timed_runs):.2f}"
+
+
+HEADLINE_TITLE = "Against the anchors: MiniMalloc's challenging set A–K"
+HEADLINE_NOTES = """\
+Geometric mean over A–K of peak / best known peak (MiniMalloc's exact
+solutions), {time_limit:g} s per instance and solver, side by side in one
+process. The GA's figure is the median of the per-seed geometric means
+(seeds 0 to {last_seed}). A run is proved optimal when its peak equals the lower bound
+(max load), which holds for the best known peak of 9 of the 11 instances.
+omnimalloc 1.0 (extra `compare`): its genetic allocator, and its branch and
+bound (`SupermallocAllocator`) at its default thread count (the machine's
+cores) and with `num_threads=6` (it tries threads // 3 bound targets at once).
+MiniMalloc itself is not run by this script."""
+
+MINIMALLOC_NOTES = """\
+Peak over the best known peak (MiniMalloc's exact solutions). The GA runs once
+per seed; omnimalloc's allocators once per instance at the same budget, each
+plan checked by `gaplanner.verify`."""
+
+
+def large_section(root: Path, seed: int, time_limit: float) -> Section:
     rows = []
     for path in sorted((root / "large").glob("*.csv")):
         problem = load_problem(path)
@@ -137,10 +207,11 @@ def large_section(root: Path, seed: int, time_limit: float) -> str:
         "generations",
         "GA s",
     ]
-    return markdown_table(header, rows)
+    title = f"The GA on the large inputs, {time_limit:g} s"
+    return Section("ga-large", title, header, rows, "Ratio: peak over the lower bound.")
 
 
-def decoder_section(root: Path) -> str:
+def decoder_section(root: Path) -> Section:
     """First-fit decodes per second of random orders of K and pangu (see ``experiments.bench_decoder``)."""
     rows = []
     for name in ("minimalloc/K.1048576.csv", "large/somas_tensors_pangu_2.6B.csv"):
@@ -148,7 +219,9 @@ def decoder_section(root: Path) -> str:
         decoder = Decoder.for_problem(problem)
         cells = rate_cells(decoder, random_orders(problem), 3.0, reference=omnimalloc_first_fit(problem))
         rows.append([problem.name, problem.n, *cells[1:]])
-    return markdown_table(["input", "blocks", *RATE_HEADER[1:]], rows)
+    header = ["input", "blocks", *RATE_HEADER[1:]]
+    notes = "Random orders; see `experiments/bench_decoder.py` for the columns."
+    return Section("ga-decoder", "First-fit decodes per second (random orders)", header, rows, notes)
 
 
 #: The ranking's two tie-breaks, each switched off in turn (see gaplanner.fitness).
@@ -160,7 +233,7 @@ ABLATIONS = {
 }
 
 
-def ablation_section(root: Path, seeds: int, time_limit: float) -> str:
+def ablation_section(root: Path, seeds: int, time_limit: float) -> Section:
     """Challenging A-K at a short budget, ``seeds`` runs per variant: per instance the median."""
     rows = []
     results: dict[str, list[float]] = {name: [] for name in ABLATIONS}
@@ -178,7 +251,10 @@ def ablation_section(root: Path, seeds: int, time_limit: float) -> str:
         rows.append(row)
         print(f"done {letter}", file=sys.stderr)
     rows.append(["geo-mean", *(f"{geometric_mean(ratios):.4f}" for ratios in results.values())])
-    return markdown_table(["instance", *(f"{name} (median)" for name in ABLATIONS)], rows)
+    header = ["instance", *(f"{name} (median)" for name in ABLATIONS)]
+    title = f"Ablation of the ranking's tie-breaks, A–K, {seeds} seeds, {time_limit:g} s"
+    notes = "Peak over the best known peak, median over the seeds; the last row is the geometric mean."
+    return Section("ga-ablation", title, header, rows, notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,9 +287,25 @@ def main(argv: list[str] | None = None) -> int:
     }
     started = time.perf_counter()
     for name in args.sections:
-        print(f"\n### {name}\n\n{sections[name]()}\n", flush=True)
+        done = sections[name]()
+        for section in done if isinstance(done, list) else [done]:
+            print(f"\n### {section.title}\n\n{markdown_table(section.header, section.rows)}\n", flush=True)
+            command = _command(name, argv)
+            write_results(section.name, section.title, section.header, section.rows, command, section.notes)
     print(f"(total {time.perf_counter() - started:.0f} s)")
     return 0
+
+
+def _command(section: str, argv: list[str] | None) -> str:
+    """The command line that reruns one section with this run's other options."""
+    options = list(sys.argv[1:] if argv is None else argv)
+    if "--sections" in options:
+        at = options.index("--sections")
+        end = next((k for k in range(at + 1, len(options)) if options[k].startswith("--")), len(options))
+        del options[at:end]
+    drop = {"--benchmarks"}
+    kept = [o for k, o in enumerate(options) if o not in drop and (k == 0 or options[k - 1] not in drop)]
+    return " ".join(["python -m experiments.bench_ga --sections", section, *kept])
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ Four runs per input, each with the same seed and the same time budget:
 Evaluations per second are counted from the end of the initial population to the
 end of the search (start-up excluded). Wall time and time to the target include
 everything, Ray's start-up and shutdown too. The target is the worst of the
-runs' final peaks, so every run reaches it.
+runs' final peaks, so every run reaches it. The table is printed and written to
+``docs/results/scaling.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from experiments.common import benchmarks_root, markdown_table, timed
+from experiments.report import write_results
 from gaplanner.distributed import run_islands
 from gaplanner.ga import GASettings, run_ga
 from gaplanner.io import load_problem
@@ -154,7 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if args.output:
         Path(args.output).write_text(table + "\n", encoding="utf-8")
+    if rows:
+        command = (
+            f"python -m experiments.bench_scaling --budget-k {args.budget_k:g} "
+            f"--budget-pangu {args.budget_pangu:g} --seed {args.seed}"
+            + (f" --only {args.only}" if args.only else "")
+        )
+        notes = NOTES + f"\n\nLoad average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
+        write_results("scaling", "The island GA on 1 and 2 workers", HEADER, rows, command, notes)
     return 0
+
+
+NOTES = """\
+Same seed and time budget in every run. Evaluations per second exclude
+start-up; wall time and time to the target (the worst final peak of the four
+runs) include it, Ray's start-up and shutdown too."""
 
 
 if __name__ == "__main__":

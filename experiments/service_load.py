@@ -8,7 +8,8 @@ by ``--seconds``; the client stops by itself and only ever talks to loopback.
 
     python -m experiments.service_load --clients 50 --submitters 5 --seconds 20
 
-Prints one markdown table row (and ``--json`` writes the raw figures).
+Prints the figures and writes them as a table to ``docs/results/service-load.md`` (``--json``
+also writes the raw figures).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments.common import markdown_table
+from experiments.report import write_results
 from service.testing import buffers_document, check_plan, run_server, wait_until
 
 
@@ -143,6 +146,21 @@ async def run_load(url: str, args: argparse.Namespace, seeded: list[str]) -> dic
     }
 
 
+LOAD_HEADER = [
+    "load average before",
+    "status polls/s",
+    "poll p50 / p99 (ms)",
+    "submissions/s",
+    "submission p50 / p99 (ms)",
+    "errors",
+    "server CPU per request",
+]
+LOAD_NOTES = """\
+Loopback, server with {workers} workers, {clients} keep-alive connections for {seconds:g} s of which
+{submitters} submit {blocks}-block buffer lists (`{algorithm}`) back to back and {polling} poll job
+status; every accepted job finished and a sample was verified."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50, help="concurrent connections (default 50)")
@@ -185,12 +203,25 @@ def main() -> None:
             figures["server_cpu_ms_per_request"] = round(1000 * figures["server_cpu_seconds"] / requests, 3)
     figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(json.dumps(figures, indent=2))
-    print(
-        f"| {figures['clients']} ({figures['submitters']} submitting) | {figures['seconds']} | "
-        f"{figures['polls_per_second']:,} | {figures['poll_p50_ms']} / {figures['poll_p99_ms']} | "
-        f"{figures['submissions_per_second']} | {figures['submit_p50_ms']} / {figures['submit_p99_ms']} | "
-        f"{sum(figures['errors'].values())} |"
+    row = [
+        figures["load_average_before"],
+        f"{figures['polls_per_second']:,}",
+        f"{figures['poll_p50_ms']} / {figures['poll_p99_ms']}",
+        figures["submissions_per_second"],
+        f"{figures['submit_p50_ms']} / {figures['submit_p99_ms']}",
+        sum(figures["errors"].values()),
+        f"{figures['server_cpu_ms_per_request']} ms",
+    ]
+    print(markdown_table(LOAD_HEADER, [row]))
+    command = (
+        f"python -m experiments.service_load --clients {args.clients} --submitters {args.submitters} "
+        f"--seconds {args.seconds:g} --blocks {args.blocks} --workers {args.workers}"
     )
+    notes = LOAD_NOTES.format(
+        workers=args.workers, clients=args.clients, seconds=args.seconds, submitters=args.submitters,
+        blocks=args.blocks, algorithm=args.algorithm, polling=args.clients - args.submitters,
+    )  # fmt: skip
+    write_results("service-load", "The service under load", LOAD_HEADER, [row], command, notes)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 

@@ -22,6 +22,9 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
+from experiments.common import markdown_table
+from experiments.report import write_results
+
 
 def _single_threaded_numba() -> None:
     import numba
@@ -98,13 +101,29 @@ def main() -> None:
     results["machine"] = {"cores": os.cpu_count(), "load_average": round(os.getloadavg()[0], 2)}
     print(json.dumps(results, indent=2))
     alone = results["one search alone"]
-    print(f"| one search, no pool | 1 | {alone['generations_per_second']:,} | {alone['cores_busy']} | |")
+    rows = [["one search, no pool", 1, f"{alone['generations_per_second']:,}", alone["cores_busy"], ""]]
     for mode in ("threads", "processes"):
         r = results[mode]
-        print(
-            f"| {mode} | {args.jobs} | {r['generations_per_second']:,} | {r['cores_busy']} | "
-            f"{r['loop_late_p50_ms']} / {r['loop_late_p99_ms']} |"
-        )
+        lateness = f"{r['loop_late_p50_ms']} / {r['loop_late_p99_ms']}"
+        rows.append([mode, args.jobs, f"{r['generations_per_second']:,}", r["cores_busy"], lateness])
+    print(markdown_table(HEADER, rows))
+    command = f"python -m experiments.service_workers --jobs {args.jobs} --seconds {args.seconds:g}"
+    command += f" --blocks {args.blocks}"
+    title = "The service's searches in threads or in processes"
+    write_results("service-workers", title, HEADER, rows, command, NOTES)
+
+
+HEADER = [
+    "pool",
+    "searches",
+    "generations/s, all searches",
+    "cores kept busy",
+    "loop wake-up lateness p50 / p99 (ms)",
+]
+NOTES = """\
+An asyncio loop in the main thread wakes every millisecond meanwhile; its
+lateness is what the HTTP server would add to every request. Cores kept busy:
+CPU seconds of the searching threads per second."""
 
 
 if __name__ == "__main__":
