@@ -1,0 +1,321 @@
+"""Real models and the zoo under the runtime's memory rules: lower bound and GA peak, rule by rule.
+
+    python -m experiments.bench_models [--models experiments/models/onnx] [--time-limit 10]
+        [--zoo-cores 1 2 4] [--only bert resnet50] [--before REV] [--out docs/results/models.md]
+
+For every stripped ONNX model of ``experiments/models/onnx`` (the dynamo
+exports, ``*.ts.onnx`` are left out unless ``--torchscript``) and every zoo
+network (``zoo:NAME``, ``zoo:NAME@2``, ``zoo:NAME@4``), the same document is
+planned under four sets of rules:
+
+- (a) outputs kept alive, every tensor its own block (no views, no in-place);
+- (b) (a) + views share their input's bytes;
+- (c) (b) + in-place writes, taken where the planner judges they pay (``auto``);
+- (d) (b) + every legal in-place write taken (``always``).
+
+Each column gives the lower bound and the GA's peak (seed 0, ``--time-limit``
+seconds; every plan is verified, the model-level check included, by
+``make_plan``). ``c/a`` is (c)'s GA peak over (a)'s lower bound; the geometric
+mean over each set is the headline. The bound of the old rules (outputs live
+only until their last reader, which is wrong) is shown for reference.
+
+The planner's time on the largest real graph: the import, the problem build,
+the first-fit plan and the GA's seconds per evaluated order, under (a) and
+(c); ``--before REV`` also times the same steps with the package as it was at
+git revision ``REV`` (today's planner before these rules), in a subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.common import markdown_table, timed
+from gaplanner.baselines import first_fit
+from gaplanner.ga import GASettings
+from gaplanner.onnx_import import import_onnx
+from gaplanner.problem import Rules, build_problem
+from gaplanner.schema import Document
+from gaplanner.solve import solve
+from gaplanner.zoo import zoo_document, zoo_names
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MODELS = ROOT / "experiments" / "models" / "onnx"
+DEFAULT_OUT = ROOT / "docs" / "results" / "models.md"
+
+#: The rules compared, in column order.
+RULES: dict[str, Rules] = {
+    "a": Rules(keep_outputs=True, views=False, inplace="never"),
+    "b": Rules(keep_outputs=True, views=True, inplace="never"),
+    "c": Rules(keep_outputs=True, views=True, inplace="auto"),
+    "d": Rules(keep_outputs=True, views=True, inplace="always"),
+}
+#: What the planner assumed before: an output lives only until its last reader.
+OLD_RULES = Rules(keep_outputs=False, views=False, inplace="never")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One set of rules on one model: blocks, lower bound and the GA's verified peak."""
+
+    blocks: int
+    bound: int
+    peak: int
+    evaluations: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    kind: str  # "model" or "zoo"
+    old_bound: int
+    columns: dict[str, Column]
+
+    @property
+    def gain(self) -> float:
+        """(c)'s peak over (a)'s bound: what the new rules save against the old plan's best case."""
+        return self.columns["c"].peak / self.columns["a"].bound
+
+
+def _plan(doc: Document, rules: Rules, time_limit: float) -> Column:
+    problem = build_problem(doc, rules=rules)
+    plan = solve(problem, "ga", GASettings(time_limit=time_limit, seed=0))
+    return Column(problem.n, problem.lower_bound, plan.peak, plan.details["evaluations"], plan.elapsed)
+
+
+def measure(name: str, kind: str, doc: Document, time_limit: float) -> Row:
+    old_bound = build_problem(doc, rules=OLD_RULES).lower_bound
+    columns = {key: _plan(doc, rules, time_limit) for key, rules in RULES.items()}
+    return Row(name, kind, old_bound, columns)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f}"
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def rows_table(rows: list[Row]) -> str:
+    header = ["input", "blocks a/b/c", "old bound"]
+    for key in RULES:
+        header += [f"({key}) bound", f"({key}) GA"]
+    header += ["c/a", "d/c"]
+    body = []
+    for row in rows:
+        cols = row.columns
+        blocks = "/".join(str(cols[k].blocks) for k in "abc")
+        cells = [row.name, blocks, _mib(row.old_bound)]
+        for key in RULES:
+            mark = "" if cols[key].peak <= cols[key].bound else f" ({cols[key].peak / cols[key].bound:.3f}x)"
+            cells += [_mib(cols[key].bound), _mib(cols[key].peak) + mark]
+        cells += [f"{row.gain:.3f}", f"{cols['d'].peak / cols['c'].peak:.3f}"]
+        body.append(cells)
+    return markdown_table(header, body)
+
+
+def summary(rows: list[Row]) -> list[str]:
+    lines = []
+    for kind, label in (("model", "real models"), ("zoo", "zoo networks")):
+        chosen = [r for r in rows if r.kind == kind]
+        if not chosen:
+            continue
+        gains = [r.gain for r in chosen]
+        at_bound = sum(r.columns["c"].peak <= r.columns["c"].bound for r in chosen)
+        always = _geomean([r.columns["d"].peak / r.columns["c"].peak for r in chosen])
+        views = _geomean([r.columns["b"].peak / r.columns["a"].bound for r in chosen])
+        lines.append(
+            f"- {label} ({len(chosen)}): geometric mean of (c) GA peak / (a) bound **{_geomean(gains):.3f}** "
+            f"(range {min(gains):.3f}–{max(gains):.3f}); views alone {views:.3f}; (c) GA at its bound on "
+            f"{at_bound} of {len(chosen)}; always-merge (d) against auto (c), GA peaks: {always:.3f}"
+        )
+    return lines
+
+
+# ---- the planner's time on the largest graph ----
+
+_TIMING_SCRIPT = """
+import json, statistics, sys, time
+from gaplanner.onnx_import import import_onnx
+from gaplanner.problem import build_problem
+from gaplanner.baselines import first_fit
+from gaplanner.ga import GASettings
+from gaplanner.solve import solve
+path, time_limit, repeats = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+def median(fn):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter(); out = fn(); times.append(time.perf_counter() - t)
+    return out, statistics.median(times)
+doc, load = median(lambda: import_onnx(path))
+problem, build = median(lambda: build_problem(doc))
+first_fit(problem)
+_, ff = median(lambda: first_fit(problem))
+plan = solve(problem, "ga", GASettings(time_limit=time_limit, seed=0))
+print(json.dumps({"import": load, "build": build, "first-fit": ff, "blocks": problem.n,
+                  "per_eval": plan.elapsed / max(plan.details["evaluations"], 1)}))
+"""
+
+
+def _timings(path: Path, rules: Rules, time_limit: float, repeats: int) -> dict[str, float]:
+    doc, load = timed(lambda: import_onnx(path), repeats)
+    problem, build = timed(lambda: build_problem(doc, rules=rules), repeats)
+    first_fit(problem)  # compiles the decoder outside the timing
+    _, ff = timed(lambda: first_fit(problem), repeats)
+    plan = solve(problem, "ga", GASettings(time_limit=time_limit, seed=0))
+    per_eval = plan.elapsed / max(plan.details["evaluations"], 1)
+    return {"import": load, "build": build, "first-fit": ff, "blocks": problem.n, "per_eval": per_eval}
+
+
+def _timings_before(rev: str, path: Path, time_limit: float, repeats: int) -> dict[str, float]:
+    """The same steps with the package as it was at ``rev`` (extracted by ``git archive``)."""
+    with tempfile.TemporaryDirectory(prefix="gaplanner-before-") as folder:
+        archive = subprocess.run(
+            ["git", "archive", rev, "gaplanner"], cwd=ROOT, check=True, capture_output=True
+        )
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", _TIMING_SCRIPT, str(path), str(time_limit), str(repeats)],
+            env={**os.environ, "PYTHONPATH": folder},
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def timing_table(path: Path, time_limit: float, repeats: int, before: str | None) -> str:
+    runs = {f"({key})": _timings(path, RULES[key], time_limit, repeats) for key in "ac"}
+    if before:
+        runs[f"before ({before})"] = _timings_before(before, path, time_limit, repeats)
+    header = ["planner", "blocks", "import s", "build s", "first-fit ms", "GA ms per order"]
+    body = [
+        [
+            name,
+            int(t["blocks"]),
+            f"{t['import']:.3f}",
+            f"{t['build']:.3f}",
+            f"{1e3 * t['first-fit']:.2f}",
+            f"{1e3 * t['per_eval']:.3f}",
+        ]
+        for name, t in runs.items()
+    ]
+    return markdown_table(header, body)
+
+
+# ---- inputs ----
+
+
+def model_paths(folder: Path, torchscript: bool, only: list[str] | None) -> list[Path]:
+    paths = sorted(p for p in folder.glob("*.onnx") if torchscript or not p.name.endswith(".ts.onnx"))
+    if only:
+        paths = [p for p in paths if p.name.removesuffix(".onnx").removesuffix(".ts") in only]
+    return paths
+
+
+def inputs(args: argparse.Namespace) -> list[tuple[str, str, Document]]:
+    found: list[tuple[str, str, Document]] = []
+    for path in model_paths(args.models, args.torchscript, args.only):
+        try:
+            found.append((path.name.removesuffix(".onnx"), "model", import_onnx(path)))
+        except Exception as exc:  # an import failure is a finding: report it, go on
+            print(f"skipped {path.name}: {exc}", file=sys.stderr)
+    for name in zoo_names():
+        for cores in args.zoo_cores:
+            if not args.only or name in args.only:
+                spec = f"zoo:{name}" + (f"@{cores}" if cores > 1 else "")
+                found.append((spec, "zoo", zoo_document(spec)))
+    return found
+
+
+def largest_model(args: argparse.Namespace) -> Path | None:
+    paths = model_paths(args.models, False, args.only)
+    return max(paths, key=lambda p: len(import_onnx(p).tensors or []), default=None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="folder of stripped ONNX models")
+    parser.add_argument("--torchscript", action="store_true", help="also the TorchScript exports (*.ts.onnx)")
+    parser.add_argument("--zoo-cores", type=int, nargs="*", default=[1, 2, 4])
+    parser.add_argument("--only", nargs="+", help="model or zoo names to run (default: all)")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="GA seconds per plan")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of each timed step (median)")
+    parser.add_argument("--before", help="git revision whose planner the timing is compared with")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--note", default="", help="a line added to the report (e.g. machine load)")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    rows = []
+    for name, kind, doc in inputs(args):
+        rows.append(measure(name, kind, doc, args.time_limit))
+        print(f"done {name}: c/a {rows[-1].gain:.3f}", file=sys.stderr, flush=True)
+    largest = largest_model(args)
+    timing = timing_table(largest, args.time_limit, args.repeats, args.before) if largest else ""
+    report = _report(args, rows, largest, timing, time.perf_counter() - started, argv)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report, encoding="utf-8")
+    print(report)
+    return 0
+
+
+def _report(
+    args: argparse.Namespace,
+    rows: list[Row],
+    largest: Path | None,
+    timing: str,
+    seconds: float,
+    argv: list[str] | None,
+) -> str:
+    command = "python -m experiments.bench_models " + " ".join(argv if argv is not None else sys.argv[1:])
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "# Real models and the zoo under the runtime's memory rules",
+        "",
+        f"Generated by `{command.strip()}` on {date} ({platform.machine()}, python "
+        f"{platform.python_version()}; {seconds / 60:.0f} min in all). GA: seed 0, {args.time_limit:g} s "
+        "per plan (it stops early at the lower bound); every plan verified, the model-level check included.",
+        *([f"\n{args.note}"] if args.note else []),
+        "",
+        "Columns, in MiB: the old bound (outputs live only until their last reader: plans under it can "
+        "overwrite a model output); (a) outputs kept alive until the model ends, every tensor its own "
+        "block; (b) (a) + views share their input's bytes; (c) (b) + in-place writes where the planner "
+        "takes them (`auto`); (d) (b) + every legal in-place write (`always`). A GA peak above its bound "
+        "shows its ratio. `blocks a/b/c`: blocks to place under (a), (b), (c). `c/a`: (c)'s GA peak "
+        "over (a)'s bound. `d/c`: always-merge's GA peak over auto's.",
+        "",
+        *summary(rows),
+        "",
+        rows_table(rows),
+    ]
+    if largest is not None:
+        parts += [
+            "",
+            f"## The planner's time on the largest real graph ({largest.name})",
+            "",
+            f"Medians of {args.repeats} runs; GA ms per order = GA seconds / orders evaluated in a "
+            f"{args.time_limit:g} s run.",
+            "",
+            timing,
+        ]
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
