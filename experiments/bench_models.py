@@ -45,7 +45,8 @@ from experiments.common import markdown_table, timed
 from gaplanner.baselines import first_fit
 from gaplanner.ga import GASettings
 from gaplanner.onnx_import import import_onnx
-from gaplanner.problem import Rules, build_problem
+from gaplanner.problem import build_problem
+from gaplanner.rules import Rules
 from gaplanner.schema import Document
 from gaplanner.solve import solve
 from gaplanner.zoo import zoo_document, zoo_names
@@ -160,6 +161,7 @@ def median(fn):
     for _ in range(repeats):
         t = time.perf_counter(); out = fn(); times.append(time.perf_counter() - t)
     return out, statistics.median(times)
+import_onnx(path)
 doc, load = median(lambda: import_onnx(path))
 problem, build = median(lambda: build_problem(doc))
 first_fit(problem)
@@ -171,6 +173,7 @@ print(json.dumps({"import": load, "build": build, "first-fit": ff, "blocks": pro
 
 
 def _timings(path: Path, rules: Rules, time_limit: float, repeats: int) -> dict[str, float]:
+    import_onnx(path)  # loads onnx and its shape inference outside the timing
     doc, load = timed(lambda: import_onnx(path), repeats)
     problem, build = timed(lambda: build_problem(doc, rules=rules), repeats)
     first_fit(problem)  # compiles the decoder outside the timing
@@ -241,6 +244,24 @@ def inputs(args: argparse.Namespace) -> list[tuple[str, str, Document]]:
     return found
 
 
+def import_table(folder: Path) -> str:
+    """Which stripped files today's importer reads, per exporter, and the first error of each failure."""
+    body = []
+    for path in sorted(folder.glob("*.onnx")):
+        exporter = "TorchScript (opset 17)" if path.name.endswith(".ts.onnx") else "dynamo"
+        started = time.perf_counter()
+        try:
+            doc = import_onnx(path)
+        except Exception as exc:
+            body.append([path.name, exporter, "no", f"`{str(exc).splitlines()[0][:160]}`"])
+            continue
+        seconds = time.perf_counter() - started
+        body.append([path.name, exporter, "yes", f"{len(doc.tensors or [])} tensors, {seconds:.2f} s"])
+    imported = sum(row[2] == "yes" for row in body)
+    table = markdown_table(["file", "exporter", "imports", "tensors and import time, or the error"], body)
+    return f"{imported} of {len(body)} files import.\n\n{table}"
+
+
 def largest_model(args: argparse.Namespace) -> Path | None:
     paths = model_paths(args.models, False, args.only)
     return max(paths, key=lambda p: len(import_onnx(p).tensors or []), default=None)
@@ -268,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"done {name}: c/a {rows[-1].gain:.3f}", file=sys.stderr, flush=True)
     largest = largest_model(args)
     timing = timing_table(largest, args.time_limit, args.repeats, args.before) if largest else ""
-    report = _report(args, rows, largest, timing, time.perf_counter() - started, argv)
+    imports = import_table(args.models)
+    report = _report(args, rows, largest, timing, imports, time.perf_counter() - started, argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report, encoding="utf-8")
     print(report)
@@ -280,6 +302,7 @@ def _report(
     rows: list[Row],
     largest: Path | None,
     timing: str,
+    imports: str,
     seconds: float,
     argv: list[str] | None,
 ) -> str:
@@ -314,6 +337,7 @@ def _report(
             "",
             timing,
         ]
+    parts += ["", "## Which exports import", "", imports]
     return "\n".join(parts) + "\n"
 
 

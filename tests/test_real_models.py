@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from gaplanner.baselines import first_fit
-from gaplanner.problem import Rules, build_problem
+from gaplanner.problem import build_problem
+from gaplanner.rules import Rules
 from gaplanner.schema import Document
 
 onnx = pytest.importorskip("onnx")
