@@ -314,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="repeats of each timed step (median)")
     parser.add_argument("--before", help="git revision whose planner the timing is compared with")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--timing", action=argparse.BooleanOptionalAction, default=True, help="time the largest real graph"
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, kind, doc in inputs(args):
         rows.append(measure(name, kind, doc, args.time_limit))
         print(f"done {name}: c/a {rows[-1].gain:.3f}", file=sys.stderr, flush=True)
-    largest = largest_model(args)
+    largest = largest_model(args) if args.timing else None
     timing = timing_table(largest, args.time_limit, args.repeats, args.before) if largest else ""
     imports = import_table(args.models)
     load = (load_at_start, _load_average())
