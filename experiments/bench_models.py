@@ -4,9 +4,9 @@
         [--zoo-cores 1 2 4] [--only bert resnet50] [--before REV] [--out docs/results/models.md]
 
 For every stripped ONNX model of ``experiments/models/onnx`` (the dynamo
-exports, ``*.ts.onnx`` are left out unless ``--torchscript``) and every zoo
-network (``zoo:NAME``, ``zoo:NAME@2``, ``zoo:NAME@4``), the same document is
-planned under four sets of rules:
+exports; with ``--torchscript`` also the TorchScript ones, ``*.ts.onnx``,
+summed up apart) and every zoo network (``zoo:NAME``, ``zoo:NAME@2``,
+``zoo:NAME@4``), the same document is planned under four sets of rules:
 
 - (a) outputs kept alive, every tensor its own block (no views, no in-place);
 - (b) (a) + views share their input's bytes;
@@ -80,7 +80,7 @@ class Column:
 @dataclass(frozen=True)
 class Row:
     name: str
-    kind: str  # "model" or "zoo"
+    kind: str  # "model", "torchscript" or "zoo"
     old_bound: int
     columns: dict[str, Column]
 
@@ -130,7 +130,8 @@ def rows_table(rows: list[Row]) -> str:
 
 def summary(rows: list[Row]) -> list[str]:
     lines = []
-    for kind, label in (("model", "real models"), ("zoo", "zoo networks")):
+    sets = (("model", "real models"), ("torchscript", "TorchScript exports"), ("zoo", "zoo networks"))
+    for kind, label in sets:
         chosen = [r for r in rows if r.kind == kind]
         if not chosen:
             continue
@@ -251,7 +252,8 @@ def inputs(args: argparse.Namespace) -> list[tuple[str, str, Document]]:
     found: list[tuple[str, str, Document]] = []
     for path in model_paths(args.models, args.torchscript, args.only):
         try:
-            found.append((path.name.removesuffix(".onnx"), "model", import_onnx(path)))
+            kind = "torchscript" if path.name.endswith(".ts.onnx") else "model"
+            found.append((path.name.removesuffix(".onnx"), kind, import_onnx(path)))
         except Exception as exc:  # an import failure is a finding: report it, go on
             print(f"skipped {path.name}: {exc}", file=sys.stderr)
     for name in zoo_names():

@@ -4,7 +4,9 @@ Every model is planned with first-fit under the runtime's rules (outputs kept
 alive, views, in-place where it pays) and the plan must leave every model
 output intact: no tensor written after an output may touch its bytes. The
 check here is written from the rules, independently of the library's own.
-Needs only ``onnx`` (the models were made by ``experiments/models/make_models.py``).
+Both exports of each model are tested (``NAME.onnx``: dynamo, ``NAME.ts.onnx``:
+TorchScript). Needs only ``onnx`` (the models were made by
+``experiments/models/make_models.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from gaplanner.baselines import first_fit
+from gaplanner.errors import InputError
 from gaplanner.problem import build_problem
 from gaplanner.rules import Rules
 from gaplanner.schema import Document
@@ -23,8 +26,16 @@ onnx = pytest.importorskip("onnx")
 from gaplanner.onnx_import import import_onnx  # noqa: E402
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "experiments" / "models" / "onnx"
-# The TorchScript exports (*.ts.onnx) need constant folding before they import (a separate issue).
-MODELS = sorted(p for p in MODELS_DIR.glob("*.onnx") if not p.name.endswith(".ts.onnx"))
+#: Exports whose full (unstripped) model does not import either, with the reason.
+DO_NOT_IMPORT = {
+    "swin.ts.onnx": "a Reshape's target shape is computed at run time from the padded window size",
+}
+MODELS = [
+    pytest.param(p, marks=pytest.mark.xfail(reason=DO_NOT_IMPORT[p.name], strict=True, raises=InputError))
+    if p.name in DO_NOT_IMPORT
+    else p
+    for p in sorted(MODELS_DIR.glob("*.onnx"))
+]
 
 
 def _writers(doc: Document) -> dict[str, int]:
@@ -55,8 +66,9 @@ def overwritten_outputs(doc: Document, rows: list[dict[str, Any]]) -> list[str]:
 
 
 def test_the_set_is_there() -> None:
-    names = {p.name.removesuffix(".onnx") for p in MODELS}
-    assert {"bert", "bert_early_output", "gpt2", "vit", "resnet50", "whisper_encoder"} <= names
+    names = {p.name.removesuffix(".onnx") for p in MODELS_DIR.glob("*.onnx")}
+    expected = {"bert", "bert_early_output", "gpt2", "vit", "resnet50", "whisper_encoder"}
+    assert expected | {f"{name}.ts" for name in expected} <= names
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name.removesuffix(".onnx"))

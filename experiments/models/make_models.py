@@ -9,8 +9,12 @@ have fixed shapes (batch 1, 128 tokens for text, 224x224 images). Each export
 is then stripped so that only what memory planning needs is left:
 
 - every initializer keeps its name, dims and data type but loses its data,
-  except integer tensors under 1 KB (shape inference reads those);
+  except tensors under 1 KB (shape inference and constant folding read
+  scalars and small vectors);
 - large ``Constant`` node values are emptied the same way;
+- gaplanner's importer must make the same graph document of the stripped
+  file as of the full export (or fail on both with the same error), else the
+  model is reported as failed and not written;
 - the exporter's metadata is dropped (doc strings, metadata properties, which
   record source file paths of the machine that exported).
 
@@ -34,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "onnx"
-#: Integer tensors up to this many bytes keep their data (shape inference reads shapes from them).
-KEEP_INTEGER_BYTES = 1024
+#: Tensors up to this many bytes keep their data: shape inference and the importer's constant
+#: folding read scalars and small vectors (shapes, and the float arithmetic some exports do on them).
+KEEP_BYTES = 1024
 TEXT_LENGTH = 128
 IMAGE_SIZE = 224
 TEXT_INPUTS = ("input_ids", "attention_mask")
@@ -243,13 +248,9 @@ def _export(spec: ModelSpec, dynamo: bool) -> Any:
     return onnx.load_from_string(buffer.getvalue())
 
 
-def _integer(onnx: Any, data_type: int) -> bool:
-    return onnx.helper.tensor_dtype_to_np_dtype(data_type).kind in "iub"
-
-
 def _strip_tensor(onnx: Any, tensor: Any) -> None:
-    """Empty a tensor's data, keeping its name, dims and type (small integer tensors stay whole)."""
-    if _integer(onnx, tensor.data_type) and len(tensor.SerializeToString()) <= KEEP_INTEGER_BYTES:
+    """Empty a tensor's data, keeping its name, dims and type (small tensors stay whole)."""
+    if len(tensor.SerializeToString()) <= KEEP_BYTES:
         tensor.doc_string = ""
         return
     kept = onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=list(tensor.dims))
@@ -296,15 +297,33 @@ def strip(model: Any) -> Any:
     return model
 
 
-def make(spec: ModelSpec, out: Path, dynamo: bool) -> Path:
-    """Export one model, strip it, check that ONNX shape inference still runs, write it."""
+def _planning_document(model: Any) -> dict[str, Any] | str:
+    """What gaplanner's importer makes of ``model``: the document's data, or its one-line error."""
+    from gaplanner.errors import InputError
+    from gaplanner.onnx_import import import_onnx
+
+    try:
+        return import_onnx(model).model_dump(exclude={"name"})
+    except InputError as exc:
+        return str(exc)
+
+
+def make(spec: ModelSpec, out: Path, dynamo: bool) -> tuple[Path, str]:
+    """Export one model, strip it, check it plans as the full export does, write it.
+
+    Returns the file and what the importer made of it ("imports" or its error).
+    """
     import onnx
 
-    model = strip(_export(spec, dynamo))
+    full = _export(spec, dynamo)
+    model = strip(onnx.load_from_string(full.SerializeToString()))
     onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    before, after = _planning_document(full), _planning_document(model)
+    if before != after:
+        raise ValueError("the stripped file imports differently from the full export")
     path = out / f"{spec.name}{'' if dynamo else '.ts'}.onnx"
     onnx.save(model, str(path))
-    return path
+    return path, "imports" if isinstance(after, dict) else f"does not import: {after}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -326,13 +345,14 @@ def main(argv: list[str] | None = None) -> int:
             label = "dynamo" if dynamo else "torchscript"
             started = time.perf_counter()
             try:
-                path = make(spec, args.out, dynamo)
+                path, imported = make(spec, args.out, dynamo)
             except Exception as exc:  # record and go on: one model's export failure is a finding
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
                 print(f"{spec.name}\t{label}\tFAILED\t{type(exc).__name__}: {first}", flush=True)
                 continue
             kib = path.stat().st_size / 1024
-            print(f"{spec.name}\t{label}\t{kib:.0f} KiB\t{time.perf_counter() - started:.0f} s", flush=True)
+            seconds = time.perf_counter() - started
+            print(f"{spec.name}\t{label}\t{kib:.0f} KiB\t{seconds:.0f} s\t{imported[:160]}", flush=True)
     return 0
 
 
