@@ -70,6 +70,7 @@ class _Model:
         if rules.keep_outputs:
             for tid in outputs:
                 self.touched[self.index[tid]].add(self.end)
+        self.one_core = len({op.core for op in ops}) <= 1 and not doc.sync
         self.reach = _reachability(doc)
         self.view_group = self._view_groups(doc, rules)
         self.members: dict[int, list[int]] = {}
@@ -167,6 +168,20 @@ def _address_pairs(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, 
     return order[firsts], order[firsts + 1 + step]
 
 
+def _span(model: _Model) -> tuple[np.ndarray, np.ndarray]:
+    """On one core, each tensor's first and last operator in program order (START first, END last)."""
+    position = {model.start: -1, model.end: model.m}
+    first = np.array([min(position.get(p, p) for p in ops) for ops in model.touched], np.int64)
+    last = np.array([max(position.get(p, p) for p in ops) for ops in model.touched], np.int64)
+    return first, last
+
+
+def _time_clash_one_core(a: np.ndarray, b: np.ndarray, model: _Model) -> np.ndarray:
+    """One core runs the operators in list order: done before means ending before the other starts."""
+    first, last = _span(model)
+    return ~((last[a] < first[b]) | (last[b] < first[a]))
+
+
 def _time_clash(a: np.ndarray, b: np.ndarray, touched: np.ndarray, after: np.ndarray) -> np.ndarray:
     """For each pair, whether neither tensor is done before the other is first touched."""
     clash = np.empty(len(a), bool)
@@ -215,8 +230,9 @@ def check_tensor_plan(
     a, b = _address_pairs(at, sizes)
     same_view = np.array(model.view_group)[a] == np.array(model.view_group)[b]
     a, b = a[~same_view], b[~same_view]
-    touched, after = _touch_bits(model)
-    for k in np.flatnonzero(_time_clash(a, b, touched, after)):
+    one_core = model.one_core
+    clash = _time_clash_one_core(a, b, model) if one_core else _time_clash(a, b, *_touch_bits(model))
+    for k in np.flatnonzero(clash):
         x, y = int(a[k]), int(b[k])
         if not _legal_inplace(model, rules, x, y, at):
             return (
