@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from gaplanner.errors import InputError
 from gaplanner.io import load_problem
 from gaplanner.problem import build_problem
+from gaplanner.rules import Rules
 from gaplanner.schema import Buffer, Document, parse_document
 from gaplanner.solve import settings_for
 from gaplanner.zoo import ZOO_PREFIX, zoo_document
@@ -101,7 +102,16 @@ def _check_total(document: Document) -> None:
         raise ApiError(422, f"the blocks add up to {total} bytes; at most 2**62 can be planned", field)
 
 
-def _problem(graph: Any, settings: ServiceSettings):
+def rules_from_options(options: dict[str, Any]) -> Rules:
+    """The runtime's memory rules a request's options name (the library's defaults otherwise)."""
+    return Rules(
+        keep_outputs=options.get("keep_outputs", True),
+        views=options.get("views", True),
+        inplace=options.get("inplace", "auto"),
+    )
+
+
+def _problem(graph: Any, settings: ServiceSettings, rules: Rules):
     """The problem of a request's ``graph``, with the server's limits applied first."""
     try:
         if isinstance(graph, str):
@@ -114,8 +124,8 @@ def _problem(graph: Any, settings: ServiceSettings):
             if graph.startswith(ZOO_PREFIX):
                 document = zoo_document(graph)
                 _check_blocks(document.block_count, "graph", settings)
-                return build_problem(document, document.name)
-            problem = load_problem(graph)
+                return build_problem(document, document.name, rules)
+            problem = load_problem(graph, rules=rules)
             _check_blocks(problem.n, "graph", settings)
             return problem
         _check_blocks(*_raw_block_count(graph), settings)
@@ -124,7 +134,7 @@ def _problem(graph: Any, settings: ServiceSettings):
         document = parse_document(graph)
         _check_blocks(document.block_count, "graph", settings)
         _check_total(document)
-        return build_problem(document)
+        return build_problem(document, rules=rules)
     except InputError as exc:
         raise _graph_error(exc) from None
     except RecursionError:
@@ -172,7 +182,7 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
     """A validated job: options within the server's caps, an input that builds a problem."""
     options = _options(kind, request.options.model_dump(), settings)  # type: ignore[attr-defined]
     graph = request.graph  # type: ignore[attr-defined]
-    problem = _problem(graph, settings)
+    problem = _problem(graph, settings, rules_from_options(options))
     return NewJob(
         id=uuid.uuid4().hex,
         kind=kind,

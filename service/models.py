@@ -62,6 +62,13 @@ class SearchOptions(_Body):
     workers: int | None = Field(
         None, ge=1, description="Processes for the islands, where the planner supports it (1: in-process)."
     )
+    inplace: Literal["auto", "always", "never"] = Field(
+        "auto", description="Declared in-place writes: take those that cannot raise the bound, all, or none."
+    )
+    views: bool = Field(True, description="Declared views share their input's bytes (false: copies).")
+    keep_outputs: bool = Field(
+        True, description="Model outputs stay intact until the model ends (false: copied out when written)."
+    )
 
 
 class PlanOptions(SearchOptions):

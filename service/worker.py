@@ -103,8 +103,9 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
     """Plan (or compare on) one input; what the store keeps of the result."""
     from gaplanner.io import load_problem
     from gaplanner.solve import compare, settings_for, solve
+    from service.inputs import rules_from_options
 
-    problem = load_problem(graph)
+    problem = load_problem(graph, rules=rules_from_options(options))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
     settings = settings_for(algorithm, options)
     reporter = _Reporter(job_id, slot)
