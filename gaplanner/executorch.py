@@ -334,8 +334,26 @@ class _Arena:
                     f"{self._name(root)!r}, not a multiple of its alignment {spec.alignment}",
                     "storage_base_offset",
                 )
+        self._check_siblings(placed)
         objects = _storage_objects(self.specs, placed)
         self.allocation = {spec: (self.mem_id, objects[spec], placed[spec]) for spec in self.specs}
+
+    def _check_siblings(self, placed: dict[Any, int]) -> None:
+        """Refuse two storage-backed specs live at once on common bytes, neither inside the other.
+
+        ExecuTorch sets where such a spec lies, so no plan can separate them.
+        """
+        backed = [s for s in self.specs if s.storage_base is not None and s.allocated_memory > 0]
+        for i, a in enumerate(backed):
+            for b in backed[i + 1 :]:
+                if _related(a, b) or not _live_at_once(a, b):
+                    continue
+                if placed[a] < placed[b] + b.allocated_memory and placed[b] < placed[a] + a.allocated_memory:
+                    raise InputError(
+                        f"tensors {self._name(a)!r} and {self._name(b)!r} are live at once and their "
+                        "storage bases put them on common bytes",
+                        "storage_base_offset",
+                    )
 
     def _check_inside(self, spec: Any, root: Any, inside: int) -> None:
         if inside < 0 or inside + spec.allocated_memory > root.allocated_memory:
@@ -344,6 +362,21 @@ class _Arena:
                 f"inside its storage base {self._name(root)!r} ({root.allocated_memory} bytes)",
                 "storage_base_offset",
             )
+
+
+def _related(a: Any, b: Any) -> bool:
+    """One spec lives inside the other's storage (through any chain of storage bases)."""
+    for inner, outer in ((a, b), (b, a)):
+        spec = inner
+        while spec.storage_base is not None:
+            spec = spec.storage_base
+            if spec is outer:
+                return True
+    return False
+
+
+def _live_at_once(a: Any, b: Any) -> bool:
+    return a.lifetime[0] <= b.lifetime[1] and b.lifetime[0] <= a.lifetime[1]
 
 
 def _unique(name: str, taken: list[str]) -> str:
