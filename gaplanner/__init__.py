@@ -25,6 +25,7 @@ from gaplanner.problem import Problem, build_problem, problem_from_arrays
 from gaplanner.random_search import RandomSearchSettings, random_search
 from gaplanner.schema import Document, parse_document
 from gaplanner.solve import ALGORITHMS, ComparisonRow, compare, settings_for, solve
+from gaplanner.torch_import import from_exported_program
 from gaplanner.verify import find_violation, verify
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "decode_population",
     "find_violation",
     "first_fit",
+    "from_exported_program",
     "greedy_size",
     "load_problem",
     "make_plan",

@@ -243,7 +243,16 @@ def _import(args: argparse.Namespace) -> int:
     from gaplanner.onnx_import import import_onnx
     from gaplanner.problem import build_problem
 
-    doc = import_onnx(args.model, batch=args.batch, inplace=not args.no_inplace)
+    if str(args.model).endswith(".pt2"):
+        from gaplanner.torch_import import from_exported_program, load_exported_program
+
+        if args.batch is not None:
+            raise InputError(
+                "--batch applies to ONNX models; a .pt2 plans dynamic sizes at their maximum", "batch"
+            )
+        doc = from_exported_program(load_exported_program(args.model), inplace=not args.no_inplace)
+    else:
+        doc = import_onnx(args.model, batch=args.batch, inplace=not args.no_inplace)
     problem = build_problem(doc)  # the document must plan: fail here, not later
     write_text(args.output, document_text(doc))
     assert problem.tensors is not None
@@ -257,8 +266,12 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _add_import_parser(sub: argparse._SubParsersAction) -> None:
-    imp = sub.add_parser("import", help="turn an ONNX model into a graph document (needs gaplanner[onnx])")
-    imp.add_argument("model", help="an .onnx file")
+    imp = sub.add_parser(
+        "import",
+        help="turn an ONNX model or a saved torch.export program into a graph document "
+        "(needs gaplanner[onnx] or gaplanner[torch])",
+    )
+    imp.add_argument("model", help="an .onnx file, or a .pt2 file from torch.export.save")
     imp.add_argument("--output", "-o", help="write the graph JSON here instead of stdout")
     imp.add_argument("--batch", type=int, help="fix a symbolic batch (first) dimension of the inputs")
     imp.add_argument(
