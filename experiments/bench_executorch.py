@@ -57,21 +57,26 @@ class ModelCase:
     inputs: Callable[[Any], dict[str, Any]]
     shape: str  # the inputs, in words, for the table
     encoder_only: bool = False  # export model.get_encoder()
+    settings: tuple[tuple[str, Any], ...] = ()  # configuration fields changed from their defaults
 
 
 CASES = {
     "bert": ModelCase("BERT-base", "BertConfig", "BertModel", _text(), "1x128 tokens"),
     "distilbert": ModelCase("DistilBERT", "DistilBertConfig", "DistilBertModel", _text(), "1x128 tokens"),
-    "gpt2": ModelCase("GPT-2", "GPT2Config", "GPT2Model", _text(), "1x128 tokens"),
+    "gpt2": ModelCase(
+        "GPT-2", "GPT2Config", "GPT2Model", _text(), "1x128 tokens", settings=(("use_cache", False),)
+    ),
     "t5": ModelCase("T5-small encoder", "T5Config", "T5EncoderModel", _text(), "1x128 tokens"),
     "vit": ModelCase("ViT-B/16", "ViTConfig", "ViTModel", _image(224), "1x3x224x224"),
-    "clip": ModelCase("CLIP ViT-B/32 vision", "CLIPVisionConfig", "CLIPVisionModel", _image(224), "1x3x224x224"),
+    "clip": ModelCase(
+        "CLIP ViT-B/32 vision", "CLIPVisionConfig", "CLIPVisionModel", _image(224), "1x3x224x224"
+    ),
     "swin": ModelCase("Swin-T", "SwinConfig", "SwinModel", _image(224), "1x3x224x224"),
     "convnext": ModelCase("ConvNeXt-T", "ConvNextConfig", "ConvNextModel", _image(224), "1x3x224x224"),
     "resnet50": ModelCase("ResNet-50", "ResNetConfig", "ResNetModel", _image(224), "1x3x224x224"),
     "mobilevit": ModelCase("MobileViT-S", "MobileViTConfig", "MobileViTModel", _image(256), "1x3x256x256"),
     "whisper": ModelCase(
-        "Whisper encoder (default config)",
+        "Whisper encoder",
         "WhisperConfig",
         "WhisperModel",
         lambda torch: {"input_features": torch.randn(1, 80, 3000)},
@@ -102,7 +107,7 @@ def build(case: ModelCase) -> tuple[Any, dict[str, Any]]:
     import transformers
 
     torch.manual_seed(0)
-    config = getattr(transformers, case.config)()
+    config = getattr(transformers, case.config)(**dict(case.settings))
     model = getattr(transformers, case.model)(config)
     model = model.get_encoder() if case.encoder_only else model
     return model.eval(), case.inputs(torch)
@@ -121,7 +126,9 @@ def lower(exported: Any, const_prop: bool, time_limit: float) -> tuple[list[Any]
     def recorded(alignment, specs, graph_module, graph_signature, extra_padding):
         from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
 
-        program = plan_specs(alignment, specs, graph_module, graph_signature, extra_padding, time_limit=time_limit)
+        program = plan_specs(
+            alignment, specs, graph_module, graph_signature, extra_padding, time_limit=time_limit
+        )
         reports.append(program)
         result = MemoryAlgoResult({}, program.bufsizes)
         for spec, (mem_id, obj_id, offset) in program.offsets.items():
@@ -214,20 +221,28 @@ def report(rows: list[Row], notes: dict[str, str], failures: dict[str, str], com
     ]
     if above:
         savings = [100 * (r.greedy - r.gaplanner) / r.greedy for r in above]
+        spread = f"{min(savings):.1f}–{max(savings):.1f} %"
         lines.append(
             f"- Where ExecuTorch's greedy is above the bound ({len(above)} arenas): gaplanner "
-            f"{statistics.mean(savings):.1f} % smaller on average (range {min(savings):.1f}–{max(savings):.1f} %)."
+            f"{statistics.mean(savings):.1f} % smaller on average (range {spread})."
         )
     if rows:
         lines.append(f"- Slowest gaplanner planning: {max(r.gaplanner_seconds for r in rows):.3f} s.")
     lines += ["", "Inputs and export/lowering times:", ""]
-    lines += [f"- {CASES[n].label} ({CASES[n].shape}): {note}" for n, note in notes.items()]
+    lines += [f"- {CASES[n].label} ({_inputs(CASES[n])}): {note}" for n, note in notes.items()]
     lines += [f"- {CASES[n].label}: not measured: {reason}" for n, reason in failures.items()]
     return "\n".join(lines) + "\n"
 
 
+def _inputs(case: ModelCase) -> str:
+    changed = ", ".join(f"{key}={value}" for key, value in case.settings)
+    return f"{case.shape}; {case.model}" + (f", {changed}" if changed else "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", choices=sorted(CASES), default=list(CASES))
     parser.add_argument("--time-limit", type=float, default=3.0, help="gaplanner's budget per program (s)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)

@@ -89,16 +89,19 @@ def _root_cause(exc: BaseException) -> str:
     return text.splitlines()[0].split(". ")[0] if text else type(exc).__name__
 
 
-def from_exported_program(program: Any, name: str | None = None, inplace: bool = True) -> Document:
+def from_exported_program(
+    program: Any, name: str | None = None, inplace: bool = True, alignment: int = 16
+) -> Document:
     """A graph document from an ExportedProgram (see the module doc).
 
     ``inplace=False`` declares no in-place chances, for a backend whose kernels
-    cannot write over their inputs.
+    cannot write over their inputs. ``alignment``: every tensor's offset is a
+    multiple of it (16 bytes by default, as ExecuTorch aligns).
     """
     torch = _torch()
     if not isinstance(program, torch.export.ExportedProgram):
         raise InputError(f"expected a torch.export.ExportedProgram, got {type(program).__name__}", "input")
-    return _Importer(torch, program, inplace).document(name)
+    return _Importer(torch, program, inplace).document(name, alignment)
 
 
 class _Importer:
@@ -114,7 +117,7 @@ class _Importer:
         self.weights: set[tuple[Any, tuple[int, ...]]] = set()  # values sharing a weight's bytes
         self.operators: list[dict[str, Any]] = []
 
-    def document(self, name: str | None) -> Document:
+    def document(self, name: str | None, alignment: int) -> Document:
         signature = self.program.graph_signature
         user_inputs = set(signature.user_inputs)
         inputs = []
@@ -133,6 +136,7 @@ class _Importer:
         return parse_document(
             {
                 "name": name,
+                "alignment": alignment,
                 "tensors": [entry for tid, entry in self.tensors.items() if tid in used],
                 "operators": self.operators,
                 "inputs": [t for t in dict.fromkeys(inputs) if t in used],
