@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
+import io
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -335,3 +339,14 @@ def test_random_spec_sets_plan_validly_and_never_above_the_greedy(specs, alignme
     reference = greedy(alignment, specs, empty_graph(), None, padding)
     assert len(result.bufsizes) == len(reference.bufsizes)
     assert all(ours <= theirs for ours, theirs in zip(result.bufsizes, reference.bufsizes, strict=True))
+
+
+def test_the_documented_example_prints_what_it_says(tmp_path, monkeypatch):
+    page = Path(__file__).parents[1] / "docs" / "executorch.md"
+    (block,) = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
+    monkeypatch.chdir(tmp_path)  # it writes tinynet.pte
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(block, str(page), "exec"), {})
+    assert output.getvalue().splitlines() == re.findall(r"^print\(.*\)\s+#\s*(.+)$", block, re.MULTILINE)
+    assert (tmp_path / "tinynet.pte").stat().st_size > 0
