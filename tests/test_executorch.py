@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -350,3 +351,17 @@ def test_the_documented_example_prints_what_it_says(tmp_path, monkeypatch):
         exec(compile(block, str(page), "exec"), {})
     assert output.getvalue().splitlines() == re.findall(r"^print\(.*\)\s+#\s*(.+)$", block, re.MULTILINE)
     assert (tmp_path / "tinynet.pte").stat().st_size > 0
+
+
+def test_the_same_seed_gives_the_same_plan():
+    rng = np.random.default_rng(7)
+    starts = rng.integers(0, 30, 60)
+    specs = [
+        spec(int(n), int(s), int(s + d))
+        for n, s, d in zip(rng.integers(1, 500, 60), starts, rng.integers(0, 8, 60), strict=True)
+    ]
+    first, second = (
+        et.plan_memory(16, specs, empty_graph(), None, 0, time_limit=20.0, seed=3) for _ in range(2)
+    )
+    assert first.bufsizes == second.bufsizes
+    assert all(first.spec_dict[s] == second.spec_dict[s] for s in specs)
