@@ -193,17 +193,17 @@ class _Importer:
         views: dict[str, str] = {}
         outputs: list[str] = []
         for path, value in _tensor_leaves(self.torch, node):
-            source = aliases.get(path[:1])
-            if source is None:
-                if tid := self._add(node, path, value, f"the output of {node.name!r},"):
-                    outputs.append(tid)
-            elif _resolve(source, ()) in self.weights:
+            source = aliases.get(path, aliases.get(path[:1]))
+            host_key = None if source is None else _resolve(source, ())
+            if host_key in self.weights:
                 self.weights.add((node, path))
-            elif (host_key := _resolve(source, ())) in self.names:
+            elif host_key in self.names:
                 host = self.names[host_key]
                 tid = ".".join([node.name, *map(str, path)])
                 self._record(node, path, {"id": tid, "size": self.bytes[host]}, self.bytes[host], host)
                 views[tid] = host
+                outputs.append(tid)
+            elif tid := self._add(node, path, value, f"the output of {node.name!r},"):
                 outputs.append(tid)
         reads = list(dict.fromkeys(reads))
         if not reads and not outputs:
@@ -242,11 +242,7 @@ class _Importer:
                 aliased[key] = found[1]
             elif ret.alias_info is not None and str(ret.type).startswith("List") and wildcard is not None:
                 count = len(_tensor_leaves(self.torch, node))
-                aliased |= (
-                    {(*key, j): wildcard for j in range(count)}
-                    if key
-                    else {(j,): wildcard for j in range(count)}
-                )
+                aliased |= {(*key, j): wildcard for j in range(count)}
         return aliased
 
     def _surely_aliases(self, node: Any, argument: Any) -> bool:
