@@ -76,7 +76,7 @@ CASES = {
     "resnet50": ModelCase("ResNet-50", "ResNetConfig", "ResNetModel", _image(224), "1x3x224x224"),
     "mobilevit": ModelCase("MobileViT-S", "MobileViTConfig", "MobileViTModel", _image(256), "1x3x256x256"),
     "whisper": ModelCase(
-        "Whisper encoder",
+        "Whisper-tiny encoder",
         "WhisperConfig",
         "WhisperModel",
         lambda torch: {"input_features": torch.randn(1, 80, 3000)},
