@@ -62,7 +62,7 @@ class ArenaReport:
     greedy_size: int | None  # None when the greedy could not plan this arena (pinned specs)
     gaplanner_size: int | None  # None when the arena has no block to plan
     gaplanner_seconds: float
-    greedy_seconds: float
+    greedy_seconds: float  # the greedy's time for the whole program (every memory id at once)
 
 
 @dataclass
@@ -140,7 +140,11 @@ def plan_specs(
     for spec in specs:
         spec.realign(alignment)  # what ExecuTorch's algorithms do first: allocated_memory follows it
     deadline = time.perf_counter() + time_limit
-    greedy, greedy_seconds = _run_greedy(mp, alignment, specs, graph_module, graph_signature, extra_padding)
+    greedy, greedy_seconds = (
+        _run_greedy(mp, alignment, specs, graph_module, graph_signature, extra_padding)
+        if keep_greedy
+        else (None, 0.0)
+    )
     names = _spec_names(graph_module)
     arenas = _group_by_mem_id(specs, names)
     reserved = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
@@ -149,7 +153,7 @@ def plan_specs(
         budget = max(1e-3, (deadline - time.perf_counter()) / (len(arenas) - k))
         reserve = reserved[mem_id] if mem_id < len(reserved) else 0
         arena = _Arena(mem_id, arenas[mem_id], names, alignment, reserve, extra_padding)
-        report = arena.plan(budget, seed, greedy if keep_greedy else None, greedy_seconds)
+        report = arena.plan(budget, seed, greedy, greedy_seconds)
         program.offsets.update(arena.allocation)
         program.bufsizes[mem_id] = report.size
         program.arenas.append(report)
