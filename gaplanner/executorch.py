@@ -107,7 +107,6 @@ def plan_memory(
     greedy one is smaller. The specs are not modified beyond the realignment
     ExecuTorch's own algorithms do.
     """
-    mp = _memory_planning()
     program = plan_specs(
         alignment,
         specs,
@@ -118,7 +117,13 @@ def plan_memory(
         seed=seed,
         keep_greedy=keep_greedy,
     )
-    result = mp.MemoryAlgoResult({}, program.bufsizes)
+    return algo_result(program)
+
+
+def algo_result(program: ProgramPlan) -> Any:
+    """A program's allocation as the ``MemoryAlgoResult`` ExecuTorch's algorithm suite takes."""
+    mp = _memory_planning()
+    result = mp.MemoryAlgoResult({}, list(program.bufsizes))
     for spec, (mem_id, obj_id, offset) in program.offsets.items():
         result.spec_dict[spec] = mp.SpecAllocResult(mem_id, obj_id, offset)
     return result
