@@ -93,7 +93,8 @@ class Row:
 def _plan(doc: Document, rules: Rules, time_limit: float) -> Column:
     problem = build_problem(doc, rules=rules)
     plan = solve(problem, "ga", GASettings(time_limit=time_limit, seed=0))
-    return Column(problem.n, problem.lower_bound, plan.peak, plan.details["evaluations"], plan.elapsed)
+    evaluations = plan.search.evaluations if plan.search else 0
+    return Column(problem.n, problem.lower_bound, plan.peak, evaluations, plan.elapsed)
 
 
 def measure(name: str, kind: str, doc: Document, time_limit: float) -> Row:
