@@ -79,6 +79,7 @@ def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
         "stall_generations": args.stall_generations,
         "seed": args.seed,
         "islands": args.islands,
+        "exact_share": args.exact_share,
     }
     try:
         return settings_for(algorithm, options)
@@ -159,6 +160,13 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--stall-generations", type=int, default=defaults.stall_generations)
     group.add_argument(
         "--islands", type=int, default=defaults.islands, help="populations evolved side by side"
+    )
+    group.add_argument(
+        "--exact-share",
+        type=float,
+        default=defaults.exact_share,
+        help="fraction of the time limit for exact probes after the GA, from the GA's best plan "
+        "(default %(default)s: the GA alone)",
     )
     group.add_argument("--quiet", "-q", action="store_true", help="no progress line on stderr")
 

@@ -16,16 +16,22 @@ from typing import Any
 
 from gaplanner.baselines import BASELINES
 from gaplanner.errors import InputError
+from gaplanner.exact import ExactSettings, exact_search
 from gaplanner.ga import GASettings, ProgressCallback, StopCheck, run_ga
+from gaplanner.hybrid import ga_then_exact
 from gaplanner.plan import Plan
 from gaplanner.problem import Problem
 from gaplanner.random_search import RandomSearchSettings, random_search
 
 #: Every algorithm name ``solve`` accepts; ``ga`` is the default.
-ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search")
+ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search", "exact")
 
 #: The settings class of each algorithm that takes settings; the others take none.
-SETTINGS: dict[str, type] = {"ga": GASettings, "random-search": RandomSearchSettings}
+SETTINGS: dict[str, type] = {
+    "ga": GASettings,
+    "random-search": RandomSearchSettings,
+    "exact": ExactSettings,
+}
 
 
 def _check_settings(algorithm: str, settings: object | None) -> None:
@@ -61,7 +67,7 @@ def settings_for(algorithm: str, options: Mapping[str, Any]) -> Any:
 def solve(
     problem: Problem,
     algorithm: str = "ga",
-    settings: GASettings | RandomSearchSettings | None = None,
+    settings: GASettings | RandomSearchSettings | ExactSettings | None = None,
     *,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
@@ -79,18 +85,24 @@ def solve(
     """
     _check_settings(algorithm, settings)
     if algorithm == "ga":
-        if workers != 1:
-            from gaplanner.distributed import solve_islands  # Ray stays optional
 
-            return solve_islands(
-                problem,
-                settings,  # type: ignore[arg-type]
-                workers=workers,
-                ray_address=ray_address,
-                on_progress=on_progress,
-                should_stop=should_stop,
-            )
-        return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)  # type: ignore[arg-type]
+        def genetic(ga_settings: GASettings | None) -> Plan:
+            if workers != 1:
+                from gaplanner.distributed import solve_islands  # Ray stays optional
+
+                return solve_islands(
+                    problem,
+                    ga_settings,
+                    workers=workers,
+                    ray_address=ray_address,
+                    on_progress=on_progress,
+                    should_stop=should_stop,
+                )
+            return run_ga(problem, ga_settings, on_progress=on_progress, should_stop=should_stop)
+
+        return ga_then_exact(problem, settings, genetic)  # type: ignore[arg-type]
+    if algorithm == "exact":
+        return exact_search(problem, settings)  # type: ignore[arg-type]
     if algorithm == "random-search":
         return random_search(problem, settings)  # type: ignore[arg-type]
     return BASELINES[algorithm](problem)

@@ -1,0 +1,274 @@
+"""Exact search over placements: find the smallest arena, or prove a higher lower bound.
+
+A branch and bound in the style of MiniMalloc (Moffitt, ASPLOS 2023), for
+interval lifetimes and for conflict graphs (multi-core partial orders). It
+decides one question at a time: *is there a plan whose peak is at most T?*
+
+* **Canonical placements.** Blocks are placed one at a time, each at its
+  lowest offset above the placed blocks it conflicts with (its *floor*), and in
+  non-decreasing order of offset (ties by a fixed block rank). Pushing every
+  block of a plan down as far as it goes never raises the peak, and a plan
+  pushed down is found by exactly one such sequence, so no other is tried.
+* **Pruning.** A *clique* is a set of pairwise conflicting blocks (for
+  intervals: the blocks live in one time section). Every unplaced block of a
+  clique lies above the clique's floor, so floor + their total size must fit
+  under T. A block placed above the top another unplaced block could have
+  taken leaves a hole that block could fill: skipped (dominance). A block with
+  nothing unplaced above it fixes nothing else, so when its branch fails its
+  siblings do too. Blocks with the same size, lifetime and conflicts are
+  interchangeable: only one order of them is tried.
+* **Splitting.** Blocks in different connected components of the conflict
+  graph (for intervals: separated by a time no block crosses) are planned
+  separately, and a probe splits its blocks again whenever a placement leaves
+  them in pieces that no longer conflict (:mod:`gaplanner.exact_dfs`).
+* **Targets.** Probes run at the lower bound, halfway up to the best plan
+  known (the incumbent: the better of first-fit and greedy-size, or one given)
+  and an eighth of the way down from it, taking turns in short slices (the
+  lower bound's twice as often); beside one full probe per tie-break order,
+  restarting probes try shuffled orders (search times are heavy-tailed). A
+  probe that proves T infeasible raises the lower bound past T; one that
+  succeeds lowers the incumbent. The search stops at the time limit or when
+  the two meet.
+
+The depth-first search keeps its whole state in arrays, so it runs in slices
+of nodes and the clock is read between slices: the time limit always holds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from gaplanner.errors import InputError
+from gaplanner.exact_dfs import FOUND, HEURISTICS, INFEASIBLE, Probe, RestartingProbe
+from gaplanner.exact_parts import Part, components, make_part, section_members
+from gaplanner.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.problem import Problem
+
+#: Probes at each target: one per heuristic order, searched to the end, and restarting ones (their seeds).
+RESTART_SEEDS: tuple[int, ...] = (1, 2)
+
+
+@dataclass(frozen=True)
+class ExactSettings:
+    """Exact search settings: it stops at the time limit, or when the plan is proved optimal."""
+
+    time_limit: float = 10.0
+
+    def __post_init__(self) -> None:
+        limit = self.time_limit
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
+            raise InputError(f"must be a positive number of seconds, got {limit!r}", "time_limit")
+        if limit <= 0:
+            raise InputError(f"must be a positive number of seconds, got {limit}", "time_limit")
+
+
+# --- targets: probes from the lower bound up, and below the best plan known -----------------------
+
+
+def _round_up(x: int, grain: int) -> int:
+    return -(-x // grain) * grain
+
+
+@dataclass
+class PartState:
+    """What is known about one part: no plan of it peaks below ``lo``; ``offsets`` peak at ``hi``."""
+
+    part: Part
+    lo: int
+    hi: int
+    offsets: np.ndarray
+    probes: dict[tuple[int, str | int], Probe | RestartingProbe]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best offsets found, the lower bound proved for these blocks, and how the search ended."""
+
+    offsets: np.ndarray
+    lower_bound: int
+    closed: bool  # the peak meets the proved bound
+    nodes: int
+    events: tuple[dict[str, float | int], ...]
+
+
+class Slicer:
+    """Placements per probe slice, tuned so a slice takes about ``seconds``."""
+
+    def __init__(self, seconds: float = 0.01) -> None:
+        self.seconds, self.budget = seconds, 1000
+
+    def measured(self, nodes: int, seconds: float) -> None:
+        if nodes >= self.budget // 2 and seconds > 0:
+            wanted = int(self.budget * self.seconds / seconds)
+            self.budget = min(max(wanted, 50), 4 * self.budget, 1_000_000)
+
+
+#: Parts beyond these sizes keep the incumbent's placement: their cliques would outgrow memory and
+#: building them the time limit (pairs of block and time section; blocks of a conflict graph).
+MAX_SECTION_MEMBERS = 4_000_000
+MAX_GRAPH_BLOCKS = 4000
+
+
+def _searchable(problem: Problem, blocks: np.ndarray) -> bool:
+    if problem.interval_conflicts:
+        return section_members(problem.lower[blocks], problem.upper[blocks]) <= MAX_SECTION_MEMBERS
+    return len(blocks) <= MAX_GRAPH_BLOCKS
+
+
+def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
+    if isinstance(kind, str):
+        return Probe(part, target, kind)
+    return RestartingProbe(part, target, seed=kind)
+
+
+def _targets(lo: int, peak: int) -> dict[int, tuple[str | int, ...]]:
+    """Targets and their probes: every kind at the lower bound itself; restarting ones halfway up to the
+    best peak known and an eighth of the way down from it (each when it lies strictly between them)."""
+    targets: dict[int, tuple[str | int, ...]] = {lo: (*HEURISTICS, *RESTART_SEEDS)}
+    for target in (lo + (peak - lo) // 2, peak - (peak - lo) // 8):
+        if lo < target < peak:
+            targets.setdefault(target, RESTART_SEEDS)
+    return targets
+
+
+def search_parts(
+    problem: Problem, incumbent: np.ndarray, deadline: float, started: float | None = None
+) -> SearchResult:
+    """Improve the ``incumbent`` offsets part by part until ``deadline`` (a perf_counter time)."""
+    started = time.perf_counter() if started is None else started
+    offsets = np.asarray(incumbent, np.int64).copy()
+    states, kept = [], 0  # kept: the peak of the parts too large to search
+    for blocks in components(problem):
+        hi = int((offsets[blocks] + problem.sizes[blocks]).max())
+        if not _searchable(problem, blocks):
+            kept = max(kept, hi)
+            continue
+        part = make_part(problem, blocks)
+        states.append(
+            PartState(part, min(_round_up(part.bound, part.grain), hi), hi, offsets[blocks].copy(), {})
+        )
+    peak_known = max([kept, *(s.hi for s in states)])
+    lo = max([min(problem.lower_bound, peak_known), *(s.lo for s in states)])
+    events: list[dict[str, float | int]] = []
+    slicer, nodes = Slicer(), 0
+
+    def peak() -> int:
+        return max([kept, *(s.hi for s in states)])
+
+    def note() -> None:
+        elapsed = round(time.perf_counter() - started, 6)
+        events.append({"elapsed": elapsed, "peak": peak(), "lower_bound": lo, "nodes": nodes})
+
+    note()
+    while peak() > max(lo, kept) and time.perf_counter() < deadline:
+        targets = _targets(max(lo, kept), peak())
+        active = []
+        for s in states:
+            wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
+            s.probes = {key: s.probes.get(key) or _probe(s.part, *key) for key in wanted}
+            # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
+            active += [
+                (s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == max(lo, kept)))
+            ]
+        for s, probe in sorted(active, key=lambda sp: sp[1].target):
+            begun, before = time.perf_counter(), probe.nodes
+            status = probe.run(slicer.budget)
+            slicer.measured(probe.nodes - before, time.perf_counter() - begun)
+            nodes += probe.nodes - before
+            if status == FOUND:
+                top = int((probe.offsets + s.part.sizes).max())
+                if top < s.hi:
+                    s.hi, s.offsets = top, probe.offsets.copy()
+                note()
+                break
+            if status == INFEASIBLE:
+                s.lo = max(s.lo, _round_up(probe.target + 1, s.part.grain))
+                s.probes = {key: p for key, p in s.probes.items() if key[0] >= s.lo}
+                lo = max(lo, s.lo)
+                note()
+                break
+            if time.perf_counter() >= deadline:
+                break
+    for s in states:
+        offsets[s.part.blocks] = s.offsets
+    return SearchResult(offsets, lo, peak() <= lo, nodes, tuple(events))
+
+
+# --- the front door -----------------------------------------------------------------------------
+
+
+def _bound_holds_for_every_plan(problem: Problem) -> bool:
+    """A bound proved for these blocks binds every plan, unless other in-place choices give other blocks."""
+    doc = problem.document
+    if doc is None or problem.rules.inplace == "never":
+        return True
+    return not any(op.inplace for op in doc.operators or [])
+
+
+def _incumbent(problem: Problem) -> np.ndarray:
+    from gaplanner.baselines import first_fit, greedy_size  # the baselines import the plan module too
+
+    plans = [first_fit(problem), greedy_size(problem)]
+    return min(plans, key=lambda plan: plan.peak).offsets
+
+
+def warm_up() -> None:
+    """Load (or compile) the search with a two-block problem."""
+    from gaplanner.kernels import prepare
+
+    prepare()  # a stale on-disk cache is dropped before any kernel loads
+    part = Part(
+        blocks=np.arange(2), sizes=np.ones(2, np.int64), aligns=np.ones(2, np.int64),
+        fixed=np.full(2, -1, np.int64), nbr_ptr=np.array([0, 1, 2]), nbr_idx=np.array([1, 0]),
+        clq_ptr=np.array([0, 2]), clq_idx=np.array([0, 1]), bc_ptr=np.array([0, 1, 2]),
+        bc_idx=np.array([0, 0]),
+        features={k: np.ones(2, np.int64) for k in "WATZ"}, bound=2, grain=1,
+    )  # fmt: skip
+    Probe(part, 2, HEURISTICS[0]).run(10)
+
+
+def exact_search(
+    problem: Problem, settings: ExactSettings | None = None, incumbent: np.ndarray | None = None
+) -> Plan:
+    """The best plan the exact search finds within the time limit, with the lower bound it proved.
+
+    The time limit counts from after the compiled code is loaded (:func:`warm_up`).
+
+    ``incumbent``: offsets of a valid plan to start from (default: the better
+    of first-fit and greedy-size). The plan is ``optimal`` only when its peak
+    meets a proved bound: the problem's own, or one the search raised
+    (``bound_origin`` "exact search"). Its trace has a record each time the
+    best peak or the bound changed (``evaluations``: placements tried so far).
+    """
+    from gaplanner.kernels import warm_up as warm_up_kernels
+
+    settings = settings or ExactSettings()
+    warm_up_kernels()  # the baselines' decoder, for the incumbent
+    warm_up()
+    started = time.perf_counter()  # the time limit is the search's budget, as for the GA
+    if incumbent is None:
+        incumbent = _incumbent(problem)
+    result = search_parts(problem, incumbent, started + settings.time_limit, started)
+    bound = problem.lower_bound
+    if _bound_holds_for_every_plan(problem):
+        bound = max(bound, result.lower_bound)
+    peak = int((result.offsets + problem.sizes).max())
+    if peak <= bound:
+        stop = "optimal"
+    elif result.closed:
+        stop = "best for these blocks (other in-place choices could do better)"
+    else:
+        stop = "time limit"
+    trace = [
+        GenerationRecord(k, int(e["peak"]), float(e["peak"]), int(e["nodes"]), float(e["elapsed"]))
+        for k, e in enumerate(result.events)
+    ]
+    return make_plan(
+        problem, result.offsets, "exact", started, stop_reason=stop, trace=trace,
+        search=SearchStats(generations=len(trace), evaluations=result.nodes, seed=0),
+        proved_bound=bound, bound_origin="exact search",
+    )  # fmt: skip

@@ -1,0 +1,205 @@
+"""The exact search's parts: connected components of the conflict graph, with their cliques.
+
+Blocks of different components never conflict, so each component is planned
+on its own (for intervals: the blocks between two times no lifetime crosses).
+A *clique* is a set of pairwise conflicting blocks; the search keeps, per
+clique, a floor no unplaced member can go below, and prunes when the floor
+plus the members' total size passes the target. For intervals the cliques are
+the blocks live in each time section; for a conflict graph, each start time's
+live set on the problem's time axis, kept only where the members conflict and
+grown greedily by common neighbours, plus one clique grown from each block no
+other clique holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+
+from gaplanner.problem import Problem
+
+
+@dataclass(frozen=True)
+class Part:
+    """One connected component of the conflict graph, in local block indices."""
+
+    blocks: np.ndarray  # the problem's indices of its blocks
+    sizes: np.ndarray
+    aligns: np.ndarray
+    fixed: np.ndarray  # pinned offset, -1 where free
+    nbr_ptr: np.ndarray
+    nbr_idx: np.ndarray
+    clq_ptr: np.ndarray  # clique -> members
+    clq_idx: np.ndarray
+    bc_ptr: np.ndarray  # block -> cliques
+    bc_idx: np.ndarray
+    features: dict[str, np.ndarray]
+    bound: int  # heaviest clique (and pinned tops): no plan of the part is lower
+    grain: int  # every peak of a pushed-down plan is a multiple of it
+
+    def rank(self, heuristic: str) -> np.ndarray:
+        """Each block's position when sorted by the heuristic's features, descending, ties by index.
+
+        Letters: W lifetime width, A area (size x width), T heaviest clique holding the block, Z size.
+        """
+        index = np.arange(len(self.sizes))
+        order = np.lexsort([index, *(-self.features[letter] for letter in reversed(heuristic))])
+        rank = np.empty(len(order), np.int64)
+        rank[order] = index
+        return rank
+
+    def twins(self, rank: np.ndarray) -> np.ndarray:
+        """Per block, the previous block (in ``rank`` order) it is interchangeable with, or -1.
+
+        Interchangeable: same size and alignment, both free, and the same
+        conflicts (two that conflict: the same conflicts counting themselves);
+        swapping two such blocks maps plans onto plans.
+        """
+        twin_prev = np.full(len(self.sizes), -1, np.int64)
+        last: dict[tuple[bool, int, int, frozenset[int]], int] = {}
+        for b in np.argsort(rank).tolist():
+            if self.fixed[b] >= 0:
+                continue
+            neighbours = frozenset(self.nbr_idx[self.nbr_ptr[b] : self.nbr_ptr[b + 1]].tolist())
+            head = (int(self.sizes[b]), int(self.aligns[b]))
+            keys = ((False, *head, neighbours), (True, *head, neighbours | {b}))
+            for key in keys:
+                if key in last:
+                    twin_prev[b] = last[key]
+                    break
+            for key in keys:
+                last[key] = b
+        return twin_prev
+
+
+def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(rows) + 1, np.int64)
+    ptr[1:] = np.cumsum([len(r) for r in rows])
+    idx = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+    return ptr, idx
+
+
+def _interval_cliques(lower: np.ndarray, upper: np.ndarray) -> list[np.ndarray]:
+    """The blocks live in each elementary time section (pairwise conflicting), each sorted."""
+    times = np.unique(np.concatenate([lower, upper]))
+    first, stop = np.searchsorted(times, lower), np.searchsorted(times, upper)
+    spans = stop - first
+    blocks = np.repeat(np.arange(len(lower)), spans)
+    # Section of each (block, section) pair: the block's first section plus its position in the run.
+    runs = np.arange(len(blocks)) - np.repeat(np.cumsum(spans) - spans, spans)
+    sections = np.repeat(first, spans) + runs
+    order = np.lexsort((blocks, sections))
+    bounds = np.flatnonzero(np.diff(sections[order])) + 1
+    return [members.astype(np.int64) for members in np.split(blocks[order], bounds) if members.size]
+
+
+def section_members(lower: np.ndarray, upper: np.ndarray) -> int:
+    """How many (block, time section) pairs the interval cliques hold: their memory, before building them."""
+    times = np.unique(np.concatenate([lower, upper]))
+    return int((np.searchsorted(times, upper) - np.searchsorted(times, lower)).sum())
+
+
+def _grow_clique(
+    seed: list[int], candidates: np.ndarray, adjacent: np.ndarray, sizes: np.ndarray
+) -> np.ndarray:
+    """``seed`` grown by the heaviest blocks adjacent to every member, ``candidates`` first."""
+    clique = list(seed)
+    common = adjacent[clique].all(axis=0) if clique else np.ones(len(sizes), bool)
+    for pool in (candidates, np.arange(len(sizes))):
+        for b in pool[np.argsort(-sizes[pool], kind="stable")]:
+            if common[b]:
+                clique.append(int(b))
+                common &= adjacent[b]
+    return np.array(sorted(set(clique)), np.int64)
+
+
+def _graph_cliques(problem_lower: np.ndarray, problem_upper: np.ndarray, sizes: np.ndarray,
+                   adjacent: np.ndarray) -> list[np.ndarray]:  # fmt: skip
+    """Cliques of a conflict graph: each start time's live set (on the problem's time axis), kept only
+    where members conflict, grown greedily; then one from each block no clique holds yet."""
+    cliques: dict[tuple[int, ...], np.ndarray] = {}
+    for t in np.unique(problem_lower):
+        live = np.flatnonzero((problem_lower <= t) & (problem_upper > t))
+        clique = _grow_clique([], live, adjacent, sizes)
+        cliques.setdefault(tuple(clique.tolist()), clique)
+    covered = np.zeros(len(sizes), bool)
+    for clique in cliques.values():
+        covered[clique] = True
+    for b in np.flatnonzero(~covered):
+        live = np.flatnonzero(adjacent[b])
+        clique = _grow_clique([int(b)], live, adjacent, sizes)
+        cliques.setdefault(tuple(clique.tolist()), clique)
+    return list(cliques.values())
+
+
+def components(problem: Problem) -> list[np.ndarray]:
+    """Connected components of the conflict graph, each sorted."""
+    n, indptr, indices = problem.n, problem.conflicts.indptr, problem.conflicts.indices
+    label = np.full(n, -1, np.int64)
+    parts = []
+    for start in range(n):
+        if label[start] >= 0:
+            continue
+        label[start] = len(parts)
+        stack, members = [start], [start]
+        while stack:
+            b = stack.pop()
+            for x in indices[indptr[b] : indptr[b + 1]].tolist():
+                if label[x] < 0:
+                    label[x] = len(parts)
+                    stack.append(x)
+                    members.append(x)
+        parts.append(np.array(sorted(members), np.int64))
+    return parts
+
+
+def make_part(problem: Problem, blocks: np.ndarray) -> Part:
+    local = np.full(problem.n, -1, np.int64)
+    local[blocks] = np.arange(len(blocks))
+    sizes = problem.sizes[blocks].astype(np.int64)
+    indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
+    neighbours = [np.sort(local[indices[indptr[b] : indptr[b + 1]]]) for b in blocks]
+    nbr_ptr, nbr_idx = _csr(neighbours)
+    lower, upper = problem.lower[blocks], problem.upper[blocks]
+    if problem.interval_conflicts:
+        cliques = _interval_cliques(lower, upper)
+    else:
+        adjacent = np.zeros((len(blocks), len(blocks)), bool)
+        adjacent[np.repeat(np.arange(len(blocks)), np.diff(nbr_ptr)), nbr_idx] = True
+        cliques = _graph_cliques(lower, upper, sizes, adjacent)
+    clq_ptr, clq_idx = _csr(cliques)
+    of_block: list[list[int]] = [[] for _ in blocks]
+    for q, clique in enumerate(cliques):
+        for b in clique.tolist():
+            of_block[b].append(q)
+    bc_ptr, bc_idx = _csr([np.array(qs, np.int64) for qs in of_block])
+    weights = np.array([sizes[c].sum() for c in cliques], np.int64)
+    fixed = problem.pinned[blocks].astype(np.int64)
+    aligns = problem.alignments[blocks].astype(np.int64)
+    pinned_top = int(np.where(fixed >= 0, fixed + sizes, 0).max(initial=0))
+    grain = _grain(sizes, aligns, fixed)
+    width = (upper - lower).astype(np.int64)
+    heaviest = np.array([weights[bc_idx[bc_ptr[b] : bc_ptr[b + 1]]].max() for b in range(len(blocks))])
+    return Part(
+        blocks=blocks, sizes=sizes, aligns=aligns, fixed=fixed, nbr_ptr=nbr_ptr, nbr_idx=nbr_idx,
+        clq_ptr=clq_ptr, clq_idx=clq_idx, bc_ptr=bc_ptr, bc_idx=bc_idx,
+        features={"W": width, "A": width * sizes, "T": heaviest, "Z": sizes},
+        bound=max(int(weights.max()), pinned_top), grain=grain,
+    )  # fmt: skip
+
+
+def _grain(sizes: np.ndarray, aligns: np.ndarray, fixed: np.ndarray) -> int:
+    """A step every offset and peak of a pushed-down plan is a multiple of.
+
+    Tops are sums of sizes and pinned offsets; rounding a multiple of the step
+    up to an alignment that divides it or that it divides keeps a multiple.
+    """
+    grain = 0
+    for value in (*sizes.tolist(), *fixed[fixed >= 0].tolist()):
+        grain = gcd(grain, int(value))
+    for a in np.unique(aligns).tolist():
+        if a % grain and grain % a:
+            grain = gcd(grain, a)
+    return max(grain, 1)

@@ -1,0 +1,189 @@
+"""The exact search against brute force: it finds the optimum, proves it, and never claims more."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gaplanner import build_problem, find_violation, first_fit, load_problem, problem_from_arrays
+from gaplanner.errors import InputError
+from gaplanner.exact import ExactSettings, exact_search
+from gaplanner.exact_dfs import INFEASIBLE, Probe
+from gaplanner.exact_parts import components, make_part
+from gaplanner.solve import solve
+from tests.oracles import brute_force_peaks
+from tests.strategies import graph_documents, interval_problems
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ENOUGH = ExactSettings(time_limit=30.0)  # far more than a handful of blocks needs
+
+
+def _check(problem, plan) -> None:
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    assert problem.lower_bound <= plan.lower_bound <= plan.peak
+    assert plan.optimal == (plan.peak <= plan.lower_bound)
+    assert plan.bound_origin == ("exact search" if plan.lower_bound > problem.lower_bound else
+                                 "max load" if problem.interval_conflicts else "clique")  # fmt: skip
+    assert plan.stop_reason == ("optimal" if plan.optimal else "time limit")
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=6))
+def test_interval_optimum_found_and_proved(problem) -> None:
+    best, _ = brute_force_peaks(problem)
+    plan = exact_search(problem, ENOUGH)
+    _check(problem, plan)
+    assert plan.peak == best
+    assert plan.optimal and plan.lower_bound == best
+    assert plan.bound_origin == ("exact search" if best > problem.lower_bound else "max load")
+
+
+@SETTINGS
+@given(graph_documents(max_ops=5))
+def test_graph_optimum_found_and_proved(doc) -> None:
+    problem = build_problem(doc)
+    if problem.n > 6:
+        return
+    best, _ = brute_force_peaks(problem)
+    plan = exact_search(problem, ENOUGH)
+    _check(problem, plan)
+    assert plan.peak == best
+    assert plan.optimal and plan.lower_bound == best
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=6))
+def test_no_plan_below_the_optimum_is_found(problem) -> None:
+    """Every part, probed one grain below its brute-force optimum, is proved infeasible."""
+    best, _ = brute_force_peaks(problem)
+    for blocks in components(problem):
+        part = make_part(problem, blocks)
+        sub = problem_from_arrays(
+            problem.sizes[blocks], problem.lower[blocks], problem.upper[blocks],
+            alignment=int(problem.alignments[0]),
+        )  # fmt: skip
+        sub_best, _ = brute_force_peaks(sub)
+        assert sub_best <= best
+        for heuristic in ("WAT", "TAW", "TWA"):
+            assert Probe(part, sub_best - 1, heuristic).run(10**7) == INFEASIBLE
+
+
+def _brute_force_with_pins(problem) -> int:
+    """Smallest peak over every aligned placement of the free blocks below the first-fit peak."""
+    top = first_fit(problem).peak
+    free = [b for b in range(problem.n) if problem.pinned[b] < 0]
+    conflicts = {(int(a), int(b)) for a, b in zip(*problem.conflicts.edges(), strict=True)}
+    offsets = problem.pinned.copy()
+    ends = problem.pinned + problem.sizes  # of the pinned blocks; the free ones' are set as they are placed
+    best = top
+
+    def clash(b: int) -> bool:
+        for c in range(problem.n):
+            related = c != b and offsets[c] >= 0 and (min(b, c), max(b, c)) in conflicts
+            if related and offsets[b] < ends[c] and offsets[c] < offsets[b] + problem.sizes[b]:
+                return True
+        return False
+
+    def place(k: int, peak: int) -> None:
+        nonlocal best
+        if peak >= best:
+            return
+        if k == len(free):
+            best = peak
+            return
+        b = free[k]
+        for offset in range(0, best - int(problem.sizes[b]), int(problem.alignments[b])):
+            offsets[b], ends[b] = offset, offset + problem.sizes[b]
+            if not clash(b):
+                place(k + 1, max(peak, offset + int(problem.sizes[b])))
+        offsets[b] = -1
+
+    place(0, int(np.where(problem.pinned >= 0, ends, 0).max()))
+    return best
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=4), st.data())
+def test_pinned_blocks_stay_and_the_optimum_holds(problem, data) -> None:
+    reference = first_fit(problem).offsets
+    pins = data.draw(st.lists(st.booleans(), min_size=problem.n, max_size=problem.n))
+    offsets = np.where(pins, reference, -1)
+    pinned = problem_from_arrays(
+        problem.sizes, problem.lower, problem.upper, alignment=int(problem.alignments[0]), offsets=offsets
+    )
+    plan = exact_search(pinned, ENOUGH)
+    _check(pinned, plan)
+    kept = offsets >= 0
+    assert (plan.offsets[kept] == offsets[kept]).all()
+    assert plan.peak == _brute_force_with_pins(pinned)
+    assert plan.optimal
+
+
+def test_interchangeable_blocks_keep_the_search_small() -> None:
+    """Twelve identical blocks live at once and one odd one: one order of the twelve is tried."""
+    sizes = np.array([3] * 12 + [5])
+    problem = problem_from_arrays(sizes, np.zeros(13, int), np.r_[np.full(12, 4), 2])
+    plan = exact_search(problem, ENOUGH)
+    assert plan.optimal and plan.peak == 41
+    assert plan.search is not None and plan.search.evaluations < 100
+
+
+def test_multicore_example_is_optimal() -> None:
+    problem = load_problem("example:multicore_fig1b")
+    assert not problem.interval_conflicts
+    best, _ = brute_force_peaks(problem) if problem.n <= 7 else (None, None)
+    plan = solve(problem, "exact", ENOUGH)
+    _check(problem, plan)
+    assert plan.optimal
+    if best is not None:
+        assert plan.peak == best
+
+
+def test_time_limit_is_honoured_and_nothing_unproved_is_claimed(benchmarks) -> None:
+    problem = load_problem(benchmarks / "minimalloc" / "D.1048576.csv")  # open: not solved in a second
+    exact_search(problem, ExactSettings(time_limit=0.05))  # loads the compiled code
+    plan = exact_search(problem, ExactSettings(time_limit=1.0))
+    assert plan.elapsed < 2.5  # its second and the set-up around it (the clock starts after loading)
+    _check(problem, plan)
+    assert plan.stop_reason == "time limit"
+    assert not plan.optimal  # the best known plan of D lies above its bound
+
+
+@pytest.mark.parametrize("limit", [0, -1, float("nan"), float("inf"), "10", True])
+def test_settings_refuse_bad_time_limits(limit) -> None:
+    with pytest.raises(InputError) as caught:
+        ExactSettings(time_limit=limit)
+    assert caught.value.field == "time_limit"
+
+
+def test_cli_plans_with_the_exact_search(tmp_path, capsys) -> None:
+    from gaplanner.cli import main
+
+    path = tmp_path / "small.csv"
+    rows = ["id,lower,upper,size", "a,0,3,4", "b,1,4,4", "c,2,5,4", "d,3,6,8"]
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["plan", str(path), "--algorithm", "exact", "--time-limit", "5", "--quiet"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["algorithm"] == "exact" and data["optimal"] and data["peak"] == data["lower_bound"]
+    assert main(["plan", str(path), "--algorithm", "exact", "--time-limit", "nan"]) == 2
+
+
+def test_small_brute_force_agrees_with_itself() -> None:
+    """The pinned oracle agrees with the order oracle when nothing is pinned."""
+    for lower, length, sizes in itertools.islice(
+        zip(
+            itertools.product([0, 1, 2], repeat=3),
+            itertools.product([1, 2, 3], repeat=3),
+            itertools.product([1, 2, 3], repeat=3),
+            strict=False,
+        ),
+        20,
+    ):
+        problem = problem_from_arrays(np.array(sizes), np.array(lower), np.array(lower) + np.array(length))
+        assert _brute_force_with_pins(problem) == brute_force_peaks(problem)[0]
