@@ -14,15 +14,19 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from gaplanner.errors import GaplannerError, InputError, PlanError
+from gaplanner.fits import decide_fit, fits_question, memories_fit
 from gaplanner.ga import GASettings
-from gaplanner.io import load_problem, read_offsets, read_tensor_offsets, write_text
+from gaplanner.io import load_problem, read_memories, read_offsets, read_tensor_offsets, write_text
 from gaplanner.model_check import check_tensor_plan
 from gaplanner.plan import GenerationRecord
+from gaplanner.problem import Problem
 from gaplanner.rules import INPLACE_CHOICES, Rules
 from gaplanner.schema import document_json_schema
 from gaplanner.solve import ALGORITHMS, compare, settings_for, solve
-from gaplanner.verify import find_violation
+from gaplanner.verify import find_memory_violation, find_violation
 
 #: What ``gaplanner plan`` plans when no input is given.
 DEFAULT_INPUT = "zoo:resnet50@2"
@@ -111,8 +115,15 @@ def _add_rules_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: Exit status of ``plan`` when the input does not fit its capacity.
+EXIT_DOES_NOT_FIT = 3
+
+
 def _plan(args: argparse.Namespace) -> int:
     problem = load_problem(args.input, rules=_rules(args))
+    problem, capacity = fits_question(problem, args.capacity)
+    if capacity is not None or _all_bounded(problem):
+        return _answer_fit(args, problem, capacity)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
         # stdout carries the plan only: what prints during the search (Ray's notes on a dead
@@ -131,6 +142,38 @@ def _plan(args: argparse.Namespace) -> int:
     text = plan.to_csv() if args.format == "csv" else json.dumps(plan.to_dict(), indent=2)
     write_text(args.output, text)
     return 0
+
+
+def _all_bounded(problem: Problem) -> bool:
+    """Memories that all have a capacity: whether the input fits is a question."""
+    return problem.memories is not None and bool((problem.memories.capacities >= 0).all())
+
+
+def _answer_fit(args: argparse.Namespace, problem: Problem, capacity: int | None) -> int:
+    """Fits (the plan, exit 0) or does not fit (the best found and any proof, exit 3)."""
+    settings = _settings(args, args.algorithm)
+    if capacity is None:
+        answer = memories_fit(lambda p: solve(p, args.algorithm, settings), problem)
+    else:
+        progress = ProgressLine(problem.lower_bound, args.quiet)
+
+        def solve_one(p: Problem, s: GASettings, **callbacks: object) -> object:
+            return solve(
+                p, args.algorithm, s, workers=args.workers, ray_address=args.ray_address, **callbacks
+            )  # type: ignore[arg-type]
+
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                answer = decide_fit(problem, capacity, solve_one, settings, on_progress=progress)
+        finally:
+            progress.close()
+    if answer.fits and args.format == "csv" and answer.plan is not None:
+        write_text(args.output, answer.plan.to_csv())
+    else:
+        write_text(args.output, json.dumps(answer.to_dict(), indent=2))
+    if not answer.fits:
+        print(f"gaplanner: does not fit: {answer.proof or answer.reason}", file=sys.stderr)
+    return 0 if answer.fits else EXIT_DOES_NOT_FIT
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -171,8 +214,30 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--quiet", "-q", action="store_true", help="no progress line on stderr")
 
 
+def _verify_memories(problem: Problem, plan: str) -> int:
+    """Check a plan across memories: each memory on its own, and the model's rules per tensor."""
+    assert problem.memories is not None
+    offsets, memories = read_offsets(problem, plan), read_memories(problem, plan)
+    index = {name: m for m, name in enumerate(problem.memories.ids)}
+    unknown = sorted(set(memories.values()) - set(index))
+    if unknown:
+        raise InputError(f"the plan names memory {unknown[0]!r}, which the input does not list", "plan")
+    memory_of = np.array([index.get(memories.get(bid, ""), -1) for bid in problem.ids], np.int64)
+    violation = find_memory_violation(problem, memory_of, offsets)
+    if violation is None and problem.document is not None:
+        tensor_offsets = read_tensor_offsets(problem, plan)
+        violation = check_tensor_plan(problem.document, problem.rules, tensor_offsets, memories=memories)
+    if violation is not None:
+        raise PlanError(f"invalid plan: {violation}")
+    peaks = {name: int((offsets + problem.sizes)[memory_of == m].max(initial=0)) for name, m in index.items()}
+    print(f"valid: {problem.n} blocks, peaks {peaks}, cost {problem.memories.cost(memory_of):.6g}")
+    return 0
+
+
 def _verify(args: argparse.Namespace) -> int:
     problem = load_problem(args.input, rules=_rules(args))
+    if problem.memories is not None:
+        return _verify_memories(problem, args.plan)
     offsets = read_offsets(problem, args.plan)
     violation = find_violation(problem, offsets)
     if violation is None and problem.document is not None:  # a graph: every tensor, by the model's rules
@@ -359,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--algorithm", choices=ALGORITHMS, default="ga")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
     plan.add_argument("--format", choices=["json", "csv"], default="json")
+    plan.add_argument(
+        "--capacity",
+        type=_positive_int,
+        help="bytes available: answer whether the input fits (exit 0, with the plan) or not (exit 3, with "
+        "the best peak found and, when the lower bound exceeds the capacity, the proof)",
+    )
     _add_search_options(plan)
     _add_rules_options(plan)
     workers = plan.add_argument_group("workers (Ray)")

@@ -239,6 +239,24 @@ def read_tensor_offsets(problem: Problem, source: str | Path) -> dict[str, int]:
         raise InputError("every tensor needs an id and an integer offset", "plan.tensors") from None
 
 
+def read_memories(problem: Problem, source: str | Path) -> dict[str, str]:
+    """Each block's or tensor's memory from a plan file across memories (a ``memory`` per row)."""
+    path = _resolve(source)
+    if path.suffix.lower() == ".csv":
+        header, rows = _csv_rows(path.read_text(encoding="utf-8").splitlines(), path.name)
+        if "memory" not in header:
+            raise InputError("a plan across memories needs a memory column", "plan")
+        return {row["id"]: row["memory"] for row in rows}
+    data = _read_json(path)
+    rows = (data.get("tensors") or data.get("blocks")) if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise InputError("a JSON plan needs a 'blocks' list", "plan.blocks")
+    try:
+        return {str(row["id"]): str(row["memory"]) for row in rows}
+    except (KeyError, TypeError):
+        raise InputError("every block of a plan across memories needs a memory", "plan.blocks") from None
+
+
 def write_text(path: str | Path | None, text: str) -> None:
     """Write to a file, or to stdout when ``path`` is None or ``-``."""
     if path is None or str(path) == "-":

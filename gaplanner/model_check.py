@@ -19,6 +19,10 @@ mistake:
 * they are a declared in-place pair taken at one offset: the output is no
   larger than the input, and the input and every view of it are touched by
   no operator after the one writing in place, nor read by the caller.
+
+With several memories (``memories``: tensor id -> memory id) offsets count
+within each memory: tensors in different memories never share a byte, a view
+sits in its input's memory, and a tensor pinned to a memory is in it.
 """
 
 from __future__ import annotations
@@ -47,12 +51,14 @@ class _Model:
         self.sizes = [t.nbytes for t in doc.tensors or []]
         self.alignment = [int(np.lcm(t.alignment or 1, doc.alignment)) for t in doc.tensors or []]
         self.pinned = [t.offset for t in doc.tensors or []]
+        self.memory = [t.memory for t in doc.tensors or []]
         for op in ops:
             if op.workspace is not None:
                 self.ids.append(op.id + WORKSPACE_SUFFIX)
                 self.sizes.append(op.workspace)
                 self.alignment.append(doc.alignment)
                 self.pinned.append(None)
+                self.memory.append(None)
         self.index = {tid: t for t, tid in enumerate(self.ids)}
         self.touched: list[set[int]] = [set() for _ in self.ids]
         writer: dict[str, int] = {}
@@ -208,23 +214,48 @@ def _legal_inplace(model: _Model, rules: Rules, x: int, y: int, offsets: np.ndar
     return False
 
 
+def _laid_out(model: _Model, local: np.ndarray, sizes: np.ndarray, memories: Mapping[str, str]) -> np.ndarray:
+    """Offsets in one address space with the memories end to end: bytes meet only within a memory."""
+    names = sorted({memories[tid] for tid in model.ids})
+    index = np.array([names.index(memories[tid]) for tid in model.ids], np.int64)
+    span = int((local + sizes).max(initial=0)) + 1
+    return local + index * span
+
+
 def check_tensor_plan(
-    doc: Document, rules: Rules, offsets: Mapping[str, int], peak: int | None = None
+    doc: Document,
+    rules: Rules,
+    offsets: Mapping[str, int],
+    peak: int | None = None,
+    memories: Mapping[str, str] | None = None,
 ) -> str | None:
-    """The first rule a plan (tensor id -> offset) breaks, in words, or None when it keeps them all."""
+    """The first rule a plan (tensor id -> offset) breaks, in words, or None when it keeps them all.
+
+    ``memories``: each tensor's memory, for a document with several.
+    """
     model = _Model(doc, rules)
     for tid in model.ids:
-        if tid not in offsets:
-            return f"the plan gives tensor {tid!r} no offset"
-    at = np.array([int(offsets[tid]) for tid in model.ids], np.int64)
+        if tid not in offsets or (memories is not None and tid not in memories):
+            return f"the plan gives tensor {tid!r} no offset" + (
+                " and memory" if memories is not None else ""
+            )
+    local = np.array([int(offsets[tid]) for tid in model.ids], np.int64)
     sizes = np.array(model.sizes, np.int64)
+    at = local
+    if memories is not None:
+        for t, tid in enumerate(model.ids):
+            if model.memory[t] is not None and memories[tid] != model.memory[t]:
+                return (
+                    f"tensor {tid!r} is pinned to memory {model.memory[t]!r} but placed in {memories[tid]!r}"
+                )
+        at = _laid_out(model, local, sizes, memories)
     for t, tid in enumerate(model.ids):
-        if at[t] < 0 or at[t] % model.alignment[t]:
-            return f"tensor {tid!r} at {at[t]}: not a non-negative multiple of {model.alignment[t]}"
-        if peak is not None and at[t] + sizes[t] > peak:
-            return f"tensor {tid!r} ends at {at[t] + sizes[t]}, beyond the arena of {peak} bytes"
-        if model.pinned[t] is not None and at[t] != model.pinned[t]:
-            return f"tensor {tid!r} is pinned at {model.pinned[t]} but placed at {at[t]}"
+        if local[t] < 0 or local[t] % model.alignment[t]:
+            return f"tensor {tid!r} at {local[t]}: not a non-negative multiple of {model.alignment[t]}"
+        if peak is not None and local[t] + sizes[t] > peak:
+            return f"tensor {tid!r} ends at {local[t] + sizes[t]}, beyond the arena of {peak} bytes"
+        if model.pinned[t] is not None and local[t] != model.pinned[t]:
+            return f"tensor {tid!r} is pinned at {model.pinned[t]} but placed at {local[t]}"
         if model.view_group[t] != t and rules.views and at[t] != at[model.view_group[t]]:
             return f"view {tid!r} at {at[t]} is not at its input's offset {at[model.view_group[t]]}"
     a, b = _address_pairs(at, sizes)

@@ -19,6 +19,7 @@ from gaplanner.conflicts import (
 )
 from gaplanner.errors import InputError
 from gaplanner.graph import GraphTensors, after_all, analyse_graph, reuse_times
+from gaplanner.memories import MemorySystem, memory_system, refuse_memory_pins
 from gaplanner.rules import Rules
 from gaplanner.schema import MAX_INTEGER, Document
 from gaplanner.storage import Storage, group_tensors, relaxed_bound
@@ -70,6 +71,8 @@ class Problem:
     rules: Rules = field(default_factory=Rules)
     #: vector-clock lifetimes (multi-stream buffer lists); None otherwise
     clocks: Clocks | None = None
+    #: the memories blocks are placed in (capacities, costs); None: one unbounded arena
+    memories: MemorySystem | None = None
 
     def __post_init__(self) -> None:
         # Offsets and peaks are int64: the sizes must add up well inside it.
@@ -105,6 +108,18 @@ def _from_buffers(doc: Document, name: str) -> Problem:
         alignment=doc.alignment,
         name=name,
         offsets=np.array([-1 if b.offset is None else b.offset for b in buffers], np.int64),
+    )
+
+
+def _unchecked_buffers(doc: Document, name: str) -> Problem:
+    """A buffer list whose pinned offsets are checked later, per memory."""
+    buffers = doc.buffers or []
+    problem = _from_buffers(
+        doc.model_copy(update={"buffers": [b.model_copy(update={"offset": None}) for b in buffers]}), name
+    )
+    pinned = np.array([-1 if b.offset is None else b.offset for b in buffers], np.int64)
+    return replace(
+        problem, pinned=pinned, lower_bound=max(problem.lower_bound, _pinned_top(problem.sizes, pinned))
     )
 
 
@@ -226,6 +241,13 @@ def _after_accesses(tensors: GraphTensors, storage: Storage) -> np.ndarray:
 def build_problem(doc: Document, name: str | None = None, rules: Rules | None = None) -> Problem:
     """Blocks, conflicts and lower bound of a validated document, under the runtime's ``rules``."""
     label = name or doc.name or "problem"
+    if doc.memories is None:
+        refuse_memory_pins(doc)
+    else:  # pinned offsets are checked per memory
+        problem = (
+            _from_graph(doc, label, rules or Rules()) if doc.is_graph else _unchecked_buffers(doc, label)
+        )
+        return replace(problem, memories=memory_system(doc, problem))
     problem = _from_graph(doc, label, rules or Rules()) if doc.is_graph else _from_buffers(doc, label)
     return _check_pinned(problem)
 

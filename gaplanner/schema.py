@@ -68,6 +68,9 @@ class Tensor(_Strict):
     offset: Offset | None = Field(
         None, description="Pinned: the runtime places this tensor at this offset; every plan keeps it there."
     )
+    memory: Identifier | None = Field(
+        None, description="Pinned to this memory (an id from the document's 'memories')."
+    )
 
     @model_validator(mode="after")
     def _size_or_shape(self) -> Self:
@@ -136,12 +139,36 @@ class Buffer(_Strict):
     upper: Time
     size: PositiveInt
     offset: Offset | None = Field(None, description="Pinned: every plan keeps the buffer at this offset.")
+    memory: Identifier | None = Field(
+        None, description="Pinned to this memory (an id from the document's 'memories')."
+    )
 
     @model_validator(mode="after")
     def _non_empty_lifetime(self) -> Self:
         if self.upper <= self.lower:
             raise ValueError(f"upper ({self.upper}) must be greater than lower ({self.lower})")
         return self
+
+
+Cost = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Memory(_Strict):
+    """A memory blocks may be placed in (on-chip SRAM, DRAM, ...); ``memories`` lists them fastest first."""
+
+    id: Identifier
+    capacity: PositiveInt | None = Field(
+        None, description="Bytes; optional for the last (slowest) memory, which is then unbounded."
+    )
+    alignment: PositiveInt | None = Field(
+        None, description="Every offset in this memory is a multiple of it (a power of two)."
+    )
+    read_cost: Cost | None = Field(
+        None,
+        description="Cost of reading one byte; default: 1 for the first memory, 10 times the one before "
+        "for each next one.",
+    )
+    write_cost: Cost | None = Field(None, description="Cost of writing one byte; default: the read cost.")
 
 
 class Document(_Strict):
@@ -161,6 +188,11 @@ class Document(_Strict):
         "default: the tensors no operator reads.",
     )
     buffers: list[Buffer] | None = None
+    memories: list[Memory] | None = Field(
+        None,
+        description="Memories with capacities and access costs, fastest first; without it, one unbounded "
+        "arena.",
+    )
 
     @model_validator(mode="after")
     def _graph_or_buffers(self) -> Self:

@@ -19,12 +19,13 @@ from gaplanner.errors import InputError
 from gaplanner.exact import ExactSettings, exact_search
 from gaplanner.ga import GASettings, ProgressCallback, StopCheck, run_ga
 from gaplanner.hybrid import ga_then_exact
+from gaplanner.memory_plan import MemoryPlan
 from gaplanner.plan import Plan
 from gaplanner.problem import Problem
 from gaplanner.random_search import RandomSearchSettings, random_search
 
 #: Every algorithm name ``solve`` accepts; ``ga`` is the default.
-ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search", "exact")
+ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search", "exact", "spill-greedy")
 
 #: The settings class of each algorithm that takes settings; the others take none.
 SETTINGS: dict[str, type] = {
@@ -73,8 +74,11 @@ def solve(
     should_stop: StopCheck | None = None,
     workers: int | None = 1,
     ray_address: str | None = None,
-) -> Plan:
+) -> Plan | MemoryPlan:
     """A verified plan for ``problem`` from the named algorithm (one of :data:`ALGORITHMS`).
+
+    A problem with memories gets a :class:`MemoryPlan`, see
+    :mod:`gaplanner.memory_search`.
 
     ``settings``: the algorithm's settings object (None: its defaults); an
     algorithm refuses settings of another. ``on_progress`` / ``should_stop``
@@ -84,6 +88,12 @@ def solve(
     see :mod:`gaplanner.distributed`.
     """
     _check_settings(algorithm, settings)
+    if problem.memories is not None or algorithm == "spill-greedy":
+        from gaplanner.memory_search import solve_memories, spill_greedy_arena
+
+        if problem.memories is None:
+            return spill_greedy_arena(problem)
+        return solve_memories(problem, algorithm, settings, should_stop=should_stop)  # type: ignore[arg-type]
     if algorithm == "ga":
 
         def genetic(ga_settings: GASettings | None) -> Plan:
@@ -127,6 +137,8 @@ def compare(
     should_stop: StopCheck | None = None,
 ) -> list[ComparisonRow]:
     """Every baseline, then the GA (with ``settings``), on one problem."""
+    if problem.memories is not None:
+        raise InputError("compare plans one arena; plan an input with memories with 'plan'", "memories")
     rows = []
     usable = [name for name in BASELINES if not (problem.has_pinned and name == "best-fit-coalescing")]
     for algorithm in (*usable, "ga"):

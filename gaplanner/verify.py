@@ -19,15 +19,26 @@ from gaplanner.errors import PlanError
 from gaplanner.problem import Problem
 
 
-def _describe(problem: Problem, a: int, b: int, offsets: np.ndarray) -> str:
+def _describe(problem: Problem, a: int, b: int, offsets: np.ndarray, where: str = "memory") -> str:
     sa, sb = problem.sizes[a], problem.sizes[b]
     return (
         f"conflicting blocks {problem.ids[a]!r} [{offsets[a]}, {offsets[a] + sa}) and "
-        f"{problem.ids[b]!r} [{offsets[b]}, {offsets[b] + sb}) overlap in memory"
+        f"{problem.ids[b]!r} [{offsets[b]}, {offsets[b] + sb}) overlap in {where}"
     )
 
 
-def _interval_overlap(problem: Problem, offsets: np.ndarray) -> str | None:
+Shown = tuple[np.ndarray, np.ndarray, tuple[str, ...]]
+
+
+def _clash(problem: Problem, a: int, b: int, offsets: np.ndarray, shown: Shown | None) -> str:
+    """A clash of blocks ``a`` and ``b``, in each one's own memory when there are several."""
+    if shown is None:
+        return _describe(problem, a, b, offsets)
+    local, memory_of, names = shown
+    return _describe(problem, a, b, local, f"memory {names[memory_of[a]]!r}")
+
+
+def _interval_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
     n = problem.n
     # Events: ends (kind 0) before starts (kind 1) at the same time (half-open lifetimes).
     times = np.concatenate([problem.upper, problem.lower])
@@ -44,20 +55,20 @@ def _interval_overlap(problem: Problem, offsets: np.ndarray) -> str | None:
             continue
         at = bisect.bisect_left(live, key)
         if at > 0 and ends[live[at - 1][1]] > key[0]:
-            return _describe(problem, live[at - 1][1], b, offsets)
+            return _clash(problem, live[at - 1][1], b, offsets, shown)
         if at < len(live) and live[at][0] < ends[b]:
-            return _describe(problem, b, live[at][1], offsets)
+            return _clash(problem, b, live[at][1], offsets, shown)
         live.insert(at, key)
     return None
 
 
-def _edge_overlap(problem: Problem, offsets: np.ndarray) -> str | None:
+def _edge_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
     a, b = problem.conflicts.edges()
     ends = offsets + problem.sizes
     clash = (offsets[a] < ends[b]) & (offsets[b] < ends[a])
     if clash.any():
         k = int(np.argmax(clash))
-        return _describe(problem, int(a[k]), int(b[k]), offsets)
+        return _clash(problem, int(a[k]), int(b[k]), offsets, shown)
     return None
 
 
@@ -83,6 +94,50 @@ def find_violation(problem: Problem, offsets: np.ndarray, peak: int | None = Non
     if problem.interval_conflicts:
         return _interval_overlap(problem, offsets)
     return _edge_overlap(problem, offsets)
+
+
+def find_memory_violation(problem: Problem, memory_of: np.ndarray, offsets: np.ndarray) -> str | None:
+    """The first rule a placement across the problem's memories breaks, in words, or None.
+
+    Valid: every block in a memory it may use (its pinned one, if any), at its
+    pinned offset if it has one, at a non-negative multiple of its alignment in
+    that memory, within the memory's capacity, and clear of every conflicting
+    block in the same memory (blocks in different memories never clash).
+    """
+    system = problem.memories
+    if system is None:
+        return "the problem lists no memories"
+    memory_of, offsets = np.asarray(memory_of, np.int64), np.asarray(offsets, np.int64)
+    if memory_of.shape != (problem.n,) or offsets.shape != (problem.n,):
+        return f"the plan places {offsets.size} blocks in {memory_of.size} memories for {problem.n} blocks"
+    count = len(system.memories)
+    if (bad := (memory_of < 0) | (memory_of >= count)).any():
+        i = int(np.argmax(bad))
+        return f"block {problem.ids[i]!r} is in memory {memory_of[i]}, not one of the {count} memories"
+    if (bad := (system.pinned_memory >= 0) & (memory_of != system.pinned_memory)).any():
+        i = int(np.argmax(bad))
+        return f"block {problem.ids[i]!r} is pinned to memory {system.ids[system.pinned_memory[i]]!r}"
+    if (bad := (problem.pinned >= 0) & (offsets != problem.pinned)).any():
+        i = int(np.argmax(bad))
+        return f"block {problem.ids[i]!r} is pinned at {problem.pinned[i]} but placed at {offsets[i]}"
+    alignments = system.alignment_table(problem.alignments)[np.arange(problem.n), memory_of]
+    if (bad := (offsets < 0) | (offsets % alignments != 0)).any():
+        i = int(np.argmax(bad))
+        where = f"offset {offsets[i]} of block {problem.ids[i]!r}"
+        return f"{where} is not a non-negative multiple of {alignments[i]}"
+    ends, capacities = offsets + problem.sizes, system.capacities[memory_of]
+    if (bad := (capacities >= 0) & (ends > capacities)).any():
+        i = int(np.argmax(bad))
+        memory = system.memories[memory_of[i]]
+        where = f"memory {memory.id!r} ({memory.capacity} bytes)"
+        return f"block {problem.ids[i]!r} ends at {ends[i]}, beyond {where}"
+    # Memories laid end to end in one address space: blocks clash there exactly when they do in one memory.
+    spans = np.zeros(count, np.int64)
+    np.maximum.at(spans, memory_of, ends)
+    base = np.concatenate([[0], np.cumsum(spans)[:-1]])
+    laid_out = base[memory_of] + offsets
+    clash = _interval_overlap if problem.interval_conflicts else _edge_overlap
+    return clash(problem, laid_out, shown=(offsets, memory_of, system.ids))
 
 
 def verify(problem: Problem, offsets: np.ndarray, peak: int | None = None) -> None:

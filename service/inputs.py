@@ -112,7 +112,21 @@ def rules_from_options(options: dict[str, Any]) -> Rules:
 
 
 def _problem(graph: Any, settings: ServiceSettings, rules: Rules):
-    """The problem of a request's ``graph``, with the server's limits applied first."""
+    """The problem of a request's ``graph``, with the server's limits applied first.
+
+    Documents with ``memories`` are planned by the CLI and the library only, so far.
+    """
+    problem = _one_arena_problem(graph, settings, rules)
+    if problem.memories is not None:
+        raise ApiError(
+            422,
+            "the service plans one arena; plan documents with memories with 'gaplanner plan'",
+            "graph.memories",
+        )
+    return problem
+
+
+def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules):
     try:
         if isinstance(graph, str):
             if not graph.startswith(NAME_PREFIXES):

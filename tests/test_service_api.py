@@ -331,6 +331,16 @@ BAD_BODIES = {
         "graph.tensors[0]",
         "more than 2**53 bytes",
     ),
+    "graph with memories": (
+        {
+            "graph": {
+                "memories": [{"id": "sram", "capacity": 64}, {"id": "dram"}],
+                "buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 4}],
+            }
+        },
+        "graph.memories",
+        "plans one arena",
+    ),
     "options unknown": ({"graph": SEED000, "options": {"speed": 1}}, "options.speed", "Extra inputs"),
     "options algorithm": ({"graph": SEED000, "options": {"algorithm": "magic"}}, "options.algorithm", "ga"),
     "options population": ({"graph": SEED000, "options": {"population": 2}}, "options.population", "4"),
