@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
+import numba as nb
 import numpy as np
 
 from gaplanner.problem import Problem
@@ -38,6 +39,7 @@ class Part:
     features: dict[str, np.ndarray]
     bound: int  # heaviest clique (and pinned tops): no plan of the part is lower
     grain: int  # every peak of a pushed-down plan is a multiple of it
+    twin_class: np.ndarray  # interchangeable blocks share a class (see _twin_classes)
 
     def rank(self, heuristic: str) -> np.ndarray:
         """Each block's position when sorted by the heuristic's features, descending, ties by index.
@@ -51,27 +53,39 @@ class Part:
         return rank
 
     def twins(self, rank: np.ndarray) -> np.ndarray:
-        """Per block, the previous block (in ``rank`` order) it is interchangeable with, or -1.
-
-        Interchangeable: same size and alignment, both free, and the same
-        conflicts (two that conflict: the same conflicts counting themselves);
-        swapping two such blocks maps plans onto plans.
-        """
+        """Per block, the previous block (in ``rank`` order) it is interchangeable with, or -1."""
         twin_prev = np.full(len(self.sizes), -1, np.int64)
-        last: dict[tuple[bool, int, int, frozenset[int]], int] = {}
+        last: dict[int, int] = {}
         for b in np.argsort(rank).tolist():
-            if self.fixed[b] >= 0:
-                continue
-            neighbours = frozenset(self.nbr_idx[self.nbr_ptr[b] : self.nbr_ptr[b + 1]].tolist())
-            head = (int(self.sizes[b]), int(self.aligns[b]))
-            keys = ((False, *head, neighbours), (True, *head, neighbours | {b}))
-            for key in keys:
-                if key in last:
-                    twin_prev[b] = last[key]
-                    break
-            for key in keys:
-                last[key] = b
+            kind = int(self.twin_class[b])
+            if kind >= 0:
+                twin_prev[b] = last.get(kind, -1)
+                last[kind] = b
         return twin_prev
+
+
+def _twin_classes(sizes: np.ndarray, aligns: np.ndarray, fixed: np.ndarray, nbr_ptr: np.ndarray,
+                  nbr_idx: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per block, a class of interchangeable blocks (-1: pinned, never swapped).
+
+    Interchangeable: same size and alignment, both free, and the same
+    conflicts (two that conflict: the same conflicts counting themselves);
+    swapping two such blocks maps plans onto plans. A block joins the class of
+    the first block it matches either way.
+    """
+    classes = np.full(len(sizes), -1, np.int64)
+    seen: dict[tuple, int] = {}
+    for b in range(len(sizes)):
+        if fixed[b] >= 0:
+            continue
+        neighbours = nbr_idx[nbr_ptr[b] : nbr_ptr[b + 1]]
+        head = (int(sizes[b]), int(aligns[b]))
+        keys = ((False, *head, neighbours.tobytes()), (True, *head, np.sort(np.r_[neighbours, b]).tobytes()))
+        kind = next((seen[key] for key in keys if key in seen), b)
+        classes[b] = kind
+        for key in keys:
+            seen.setdefault(key, kind)
+    return classes
 
 
 def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -108,10 +122,12 @@ def _grow_clique(
     clique = list(seed)
     common = adjacent[clique].all(axis=0) if clique else np.ones(len(sizes), bool)
     for pool in (candidates, np.arange(len(sizes))):
-        for b in pool[np.argsort(-sizes[pool], kind="stable")]:
-            if common[b]:
-                clique.append(int(b))
-                common &= adjacent[b]
+        allowed = np.zeros(len(sizes), bool)
+        allowed[pool] = True
+        while (options := common & allowed).any():
+            b = int(np.argmax(np.where(options, sizes, -1)))
+            clique.append(b)
+            common &= adjacent[b]
     return np.array(sorted(set(clique)), np.int64)
 
 
@@ -134,25 +150,36 @@ def _graph_cliques(problem_lower: np.ndarray, problem_upper: np.ndarray, sizes: 
     return list(cliques.values())
 
 
-def components(problem: Problem) -> list[np.ndarray]:
-    """Connected components of the conflict graph, each sorted."""
-    n, indptr, indices = problem.n, problem.conflicts.indptr, problem.conflicts.indices
+@nb.njit(cache=True)
+def _component_labels(indptr, indices):
+    n = len(indptr) - 1
     label = np.full(n, -1, np.int64)
-    parts = []
+    stack = np.empty(n, np.int64)
+    count = 0
     for start in range(n):
         if label[start] >= 0:
             continue
-        label[start] = len(parts)
-        stack, members = [start], [start]
-        while stack:
-            b = stack.pop()
-            for x in indices[indptr[b] : indptr[b + 1]].tolist():
+        label[start] = count
+        top = 1
+        stack[0] = start
+        while top:
+            top -= 1
+            b = stack[top]
+            for e in range(indptr[b], indptr[b + 1]):
+                x = indices[e]
                 if label[x] < 0:
-                    label[x] = len(parts)
-                    stack.append(x)
-                    members.append(x)
-        parts.append(np.array(sorted(members), np.int64))
-    return parts
+                    label[x] = count
+                    stack[top] = x
+                    top += 1
+        count += 1
+    return label
+
+
+def components(problem: Problem) -> list[np.ndarray]:
+    """Connected components of the conflict graph, each sorted, in order of their first block."""
+    label = _component_labels(problem.conflicts.indptr, problem.conflicts.indices)
+    order = np.argsort(label, kind="stable")
+    return np.split(order.astype(np.int64), np.flatnonzero(np.diff(label[order])) + 1)
 
 
 def make_part(problem: Problem, blocks: np.ndarray) -> Part:
@@ -187,6 +214,7 @@ def make_part(problem: Problem, blocks: np.ndarray) -> Part:
         clq_ptr=clq_ptr, clq_idx=clq_idx, bc_ptr=bc_ptr, bc_idx=bc_idx,
         features={"W": width, "A": width * sizes, "T": heaviest, "Z": sizes},
         bound=max(int(weights.max()), pinned_top), grain=grain,
+        twin_class=_twin_classes(sizes, aligns, fixed, nbr_ptr, nbr_idx),
     )  # fmt: skip
 
 
