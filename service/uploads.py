@@ -28,9 +28,7 @@ SUFFIXES = (".json", ".csv", ".onnx")
 def _suffix(filename: str) -> str:
     suffix = Path(filename).suffix.lower()
     if suffix not in SUFFIXES:
-        raise ApiError(
-            415, f"{filename!r}: expected a .json, .csv or .onnx file name", "filename"
-        )
+        raise ApiError(415, f"{filename!r}: expected a .json, .csv or .onnx file name", "filename")
     return suffix
 
 

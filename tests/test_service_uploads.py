@@ -55,7 +55,7 @@ def plan_of(client: TestClient, graph: Any) -> dict[str, Any]:
     accepted = client.post("/v1/plans", json={"graph": graph, "options": {"generations": 5}})
     assert accepted.status_code == 202, accepted.text
     location = accepted.json()["links"]["self"]
-    job = wait_until(lambda: (j := client.get(location).json())["status"] in FINISHED and j, 60)
+    job = wait_until(lambda: (j := client.get(location).json())["status"] in FINISHED and j, 300)
     assert job["status"] == "done", job
     return job["plan"]
 
@@ -128,7 +128,9 @@ def test_a_file_that_is_not_onnx(client: TestClient) -> None:
 
 
 def test_a_csv_with_a_bad_size(client: TestClient) -> None:
-    detail = one_line_error(upload(client, "bad.csv", b"id,lower,upper,size\na,0,2,big\n"), 422, "file.line 2, column size")
+    detail = one_line_error(
+        upload(client, "bad.csv", b"id,lower,upper,size\na,0,2,big\n"), 422, "file.line 2, column size"
+    )
     assert "'big'" in detail
 
 
