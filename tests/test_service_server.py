@@ -294,6 +294,8 @@ def test_the_page_uploads_searches_and_shows_the_plan(server: Server, browser: A
     overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page is {overflow} px wider than a phone's screen"
     _screenshot(browser, tmp_path / "page-phone.png")
+    browser.execute_script("document.getElementById('live-card').scrollIntoView()")
+    _screenshot(browser, tmp_path / "page-phone-result.png")
 
 
 def test_the_page_says_what_is_wrong_with_a_bad_file(server: Server, browser: Any, tmp_path: Path) -> None:
