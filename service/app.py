@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import models_json_schema
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -33,6 +33,7 @@ from service.jobs import JobManager
 from service.models import CompareRequest, Health, PlanRequest
 from service.routes import JSON, JobHandlers, error_response, job_router
 from service.store import JobStore
+from service.viewer import planner_page
 
 log = logging.getLogger("service")
 
@@ -162,6 +163,11 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     async def health() -> dict[str, Any]:
         """Liveness and queue depth; needs no API key."""
         return {"status": "ok", **state["manager"].health(), "version": VERSION}
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        """The page to plan from (static: it calls the routes above from the browser)."""
+        return HTMLResponse(planner_page())
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -246,6 +246,20 @@ class Trace(BaseModel):
     thinned: bool
 
 
+class UploadedInput(BaseModel):
+    """A file read as an input: submit its ``graph`` to ``/v1/plans`` or ``/v1/compare``."""
+
+    name: str
+    blocks: int
+    lower_bound: int
+    graph: dict[str, Any] = Field(description="The graph or buffer-list document the file describes.")
+
+
+class BundledInputs(BaseModel):
+    zoo: list[str] = Field(description="Bundled networks, `zoo:NAME` (add `@N` to split over N cores).")
+    examples: list[str] = Field(description="Bundled examples, `example:NAME`.")
+
+
 class Health(BaseModel):
     status: Literal["ok"]
     queue_depth: int = Field(description="Jobs waiting for a worker.")

@@ -27,6 +27,7 @@ from service.inputs import parse_request, prepare
 from service.jobs import JobManager
 from service.models import (
     Accepted,
+    BundledInputs,
     CompareJob,
     CompareRequest,
     ErrorBody,
@@ -35,14 +36,19 @@ from service.models import (
     PlanRequest,
     Status,
     Trace,
+    UploadedInput,
 )
 from service.store import JobStore
+from service.uploads import bundled_inputs, read_upload
 
 JSON = "application/json"
 
 LimitQuery = Annotated[int, Query(ge=1, le=100, description="Jobs per page.")]
 AfterQuery = Annotated[
     int | None, Query(ge=0, le=2**63 - 1, description="The cursor from the previous page's `next`.")
+]
+FilenameQuery = Annotated[
+    str, Query(min_length=1, max_length=255, description="The file's name; its suffix says its format.")
 ]
 StatusQuery = Annotated[Status | None, Query(description="Only jobs with this status.")]
 
@@ -325,5 +331,25 @@ def job_router(handlers: JobHandlers, dependencies: list[Any], responses: dict[i
     def view_plan(job_id: str) -> HTMLResponse:
         """A self-contained HTML page drawing the plan and its convergence curve (works offline)."""
         return handlers.view(job_id)
+
+    @v1.post(
+        "/inputs",
+        response_model=UploadedInput,
+        responses={
+            **error_response(413, "The file, or its block count, is over the server's limit."),
+            **error_response(415, "The file name ends in neither .json, .csv nor .onnx."),
+            **error_response(422, "The file is not a valid input."),
+        },
+        openapi_extra={"requestBody": {"required": True, "content": {"application/octet-stream": {}}}},
+    )
+    async def upload_input(request: Request, filename: FilenameQuery) -> dict[str, Any]:
+        """Read a file sent as the body (graph JSON, MiniMalloc CSV or ONNX) into the document to submit."""
+        body = await request.body()
+        return await run_in_threadpool(read_upload, filename, body, handlers.settings)
+
+    @v1.get("/inputs", response_model=BundledInputs)
+    def list_inputs() -> dict[str, list[str]]:
+        """The bundled networks and examples, by the names ``graph`` accepts."""
+        return bundled_inputs()
 
     return v1

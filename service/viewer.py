@@ -1,4 +1,5 @@
-"""The plan viewer: one self-contained HTML page (inline SVG and script, nothing fetched)."""
+"""The pages the service draws: the plan viewer (one self-contained HTML page, inline SVG and script,
+nothing fetched) and the page to plan from, served at ``/``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ MAX_POINTS = 1500
 @cache
 def _template() -> str:
     return (resources.files("service") / "static" / "viewer.html").read_text(encoding="utf-8")
+
+
+@cache
+def planner_page() -> str:
+    """The page at ``/``: upload or pick an input, watch the search, see and download the plan."""
+    return (resources.files("service") / "static" / "index.html").read_text(encoding="utf-8")
 
 
 def render(status: str, plan: dict[str, Any], layout: dict[str, Any], trace: list[dict[str, Any]]) -> str:

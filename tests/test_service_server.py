@@ -211,3 +211,101 @@ def test_viewer_of_a_baseline_plan_says_there_is_no_trace(server: Server, browse
     assert time.monotonic() - started < 10
     assert len(browser.find_elements(By.CSS_SELECTOR, "#blocks rect.block")) == job["input"]["blocks"]
     assert "one-pass baseline" in browser.find_element(By.ID, "trace-chart").text
+
+
+# --- the page at / in a real browser ----------------------------------------------------------------
+
+
+def _not_blank(path: Path) -> None:
+    from PIL import Image, ImageStat
+
+    image = Image.open(path).convert("L")
+    assert ImageStat.Stat(image).var[0] > 100, "the screenshot is (nearly) one colour"
+
+
+def _screenshot(browser: Any, path: Path) -> None:
+    browser.save_screenshot(str(path))
+    if folder := os.environ.get("GAPLANNER_SCREENSHOT_DIR"):
+        shutil.copy(path, Path(folder) / path.name)
+    _not_blank(path)
+
+
+def _blob_text(browser: Any, element_id: str) -> str:
+    script = """const done = arguments[arguments.length - 1];
+        fetch(document.getElementById(arguments[0]).href).then((r) => r.text()).then(done);"""
+    return browser.execute_async_script(script, element_id)
+
+
+def test_the_page_uploads_searches_and_shows_the_plan(server: Server, browser: Any, tmp_path: Path) -> None:
+    import json
+
+    import numpy as np
+    from selenium.webdriver.common.by import By
+
+    from gaplanner.io import load_problem
+    from gaplanner.verify import verify
+
+    doc = unreachable_bound_document(120, seed=5)  # the search runs its whole time limit
+    path = tmp_path / "unreachable.json"
+    path.write_text(json.dumps(doc))
+    browser.get(server.url + "/")
+    wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#bundled option")) > 5, 10)
+    browser.find_element(By.ID, "file").send_keys(str(path))
+    summary = browser.find_element(By.ID, "input-summary")
+    wait_until(lambda: "120 blocks" in summary.text, 30)
+    limit = browser.find_element(By.ID, "time-limit")
+    limit.clear()
+    limit.send_keys("3")
+    browser.find_element(By.ID, "start").click()
+
+    # Live: the best peak against time appears while the job runs, above the lower bound.
+    chart = browser.find_element(By.ID, "live-chart")
+    wait_until(lambda: int(chart.get_attribute("data-points") or 0) >= 3, 30)
+    assert "running" in browser.find_element(By.ID, "live-facts").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#live-svg line.bound")
+    assert browser.find_element(By.ID, "live-curve").get_attribute("d").count("V") >= 2
+
+    wait_until(lambda: browser.execute_script("return document.body.dataset.done === '1'"), 60)
+    frame = browser.find_element(By.ID, "viewer")
+    browser.switch_to.frame(frame)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#blocks rect.block")) == len(doc["buffers"])
+    browser.switch_to.default_content()
+    assert frame.size["height"] > 400
+
+    plan = json.loads(_blob_text(browser, "download-json"))
+    check_plan(doc, plan)
+    rows = _blob_text(browser, "download-csv").splitlines()
+    assert rows[0] == "id,size,offset"
+    offsets = {line.split(",")[0]: int(line.split(",")[2]) for line in rows[1:]}
+    problem = load_problem(doc)
+    verify(problem, np.array([offsets[i] for i in problem.ids], np.int64), plan["peak"])
+
+    table = browser.find_element(By.ID, "compare-table")
+    wait_until(lambda: len(table.find_elements(By.CSS_SELECTOR, "tr")) == 5, 60)  # header + 4 planners
+    assert "ga" in table.text and "first-fit" in table.text
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert all(name.startswith(server.url) or name.startswith("blob:") for name in fetched), fetched
+
+    _screenshot(browser, tmp_path / "page-desktop.png")
+    browser.set_window_size(390, 844)
+    wait_until(lambda: browser.execute_script("return window.innerWidth") <= 390, 5)
+    overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page is {overflow} px wider than a phone's screen"
+    _screenshot(browser, tmp_path / "page-phone.png")
+    browser.execute_script("document.getElementById('live-card').scrollIntoView()")
+    _screenshot(browser, tmp_path / "page-phone-result.png")
+
+
+def test_the_page_says_what_is_wrong_with_a_bad_file(server: Server, browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    path = tmp_path / "broken.csv"
+    path.write_text("id,lower,upper,size\na,0,2,big\n")
+    browser.get(server.url + "/")
+    browser.find_element(By.ID, "file").send_keys(str(path))
+    error = browser.find_element(By.ID, "error")
+    wait_until(lambda: "line 2, column size" in error.text, 30)
+    assert "\n" not in error.text
+    assert not browser.find_element(By.ID, "start").is_enabled()
