@@ -17,6 +17,7 @@ on vector clocks, one component per model, at the same time).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -105,7 +106,9 @@ def _renamed_operators(model_id: str, doc: Document, rename: Any, core_base: int
     return ops
 
 
-def _pool_graphs(models: Sequence[tuple[str, Document]], together: str, shared: Sequence[str]) -> Document:
+def _pool_graphs(
+    models: Sequence[tuple[str, Document]], together: str, shared: Sequence[str], keep_outputs: bool
+) -> Document:
     shared_tensors = _shared_sizes(models, shared)
     tensors: list[Tensor] = list(shared_tensors.values())
     operators: list[Operator] = []
@@ -129,7 +132,7 @@ def _pool_graphs(models: Sequence[tuple[str, Document]], together: str, shared: 
             sync += [SyncEdge(before=end, after=op.id) for end in previous_ends for op in starts]
         caller = Operator(
             id=f"{model_id}{MODEL_SEP}{CALLER}",
-            inputs=[rename(t) for t in _model_outputs(doc)],
+            inputs=[rename(t) for t in _model_outputs(doc)] if keep_outputs else [],  # else copied out
             core=core_base,
         )
         sync += [SyncEdge(before=op.id, after=caller.id) for op in _lasts(ops) if op.core != caller.core]
@@ -168,13 +171,21 @@ def _lasts(ops: list[Operator]) -> list[Operator]:
 
 
 def _pool_buffers(models: Sequence[tuple[str, Document]], together: str, name: str) -> Problem:
-    ids, sizes, lower, upper = [], [], [], []
+    ids, sizes, lower, upper, pinned, alignments = [], [], [], [], [], []
     for k, (model_id, doc) in enumerate(models):
-        for b in doc.buffers or []:
+        for i, b in enumerate(doc.buffers or []):
+            if b.offset is not None and b.offset % doc.alignment:
+                raise InputError(
+                    f"a pinned offset must be a multiple of the alignment {doc.alignment}, got {b.offset}",
+                    f"models[{k}].document.buffers[{i}].offset",
+                )
             ids.append(f"{model_id}{MODEL_SEP}{b.id}")
             sizes.append(b.size)
             lower.append((k, b.lower))
             upper.append((k, b.upper))
+            pinned.append(-1 if b.offset is None else b.offset)
+            alignments.append(doc.alignment)
+    offsets = np.array(pinned, np.int64)
     if together == "sequential":
         span = [
             max(b.upper for b in doc.buffers or []) - min(b.lower for b in doc.buffers or [])
@@ -184,11 +195,14 @@ def _pool_buffers(models: Sequence[tuple[str, Document]], together: str, name: s
         first = [min(b.lower for b in doc.buffers or []) for _, doc in models]
         lo = np.array([start[k] + t - first[k] for k, t in lower])
         up = np.array([start[k] + t - first[k] for k, t in upper])
-        return problem_from_arrays(np.array(sizes), lo, up, ids=tuple(ids), name=name)
-    clocks = np.zeros((2, len(ids), len(models)), np.int64)
-    for row, ((k, lo), (_, up)) in enumerate(zip(lower, upper, strict=True)):
-        clocks[0, row, k], clocks[1, row, k] = lo, up
-    return problem_from_clocks(np.array(sizes), clocks[0], clocks[1], ids=tuple(ids), name=name)
+        problem = problem_from_arrays(np.array(sizes), lo, up, ids=tuple(ids), name=name, offsets=offsets)
+    else:
+        clocks = np.zeros((2, len(ids), len(models)), np.int64)
+        for row, ((k, lo), (_, up)) in enumerate(zip(lower, upper, strict=True)):
+            clocks[0, row, k], clocks[1, row, k] = lo, up
+        problem = problem_from_clocks(np.array(sizes), clocks[0], clocks[1], ids=tuple(ids), name=name,
+                                      offsets=offsets)  # fmt: skip
+    return replace(problem, alignments=np.array(alignments, np.int64))  # each model keeps its own alignment
 
 
 def pool_problem(
@@ -204,7 +218,8 @@ def pool_problem(
     _check_ids(models)
     graphs = [doc.is_graph for _, doc in models]
     if all(graphs):
-        return build_problem(_pool_graphs(models, together, shared), name, rules)
+        keep_outputs = rules.keep_outputs if rules is not None else True
+        return build_problem(_pool_graphs(models, together, shared, keep_outputs), name, rules)
     if any(graphs):
         raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
     if shared:

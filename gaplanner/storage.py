@@ -87,15 +87,18 @@ def _join_views(groups: _Groups, tensors: GraphTensors) -> None:
             groups.join(host, view_root)
 
 
-def _inplace_is_legal(groups: _Groups, tensors: GraphTensors, host: int, out: int, at: int) -> bool:
-    """The output may take the host's bytes: the host is dead after ``at`` and large enough."""
+def _inplace_is_legal(
+    groups: _Groups, tensors: GraphTensors, candidate: int, out: int, at: int
+) -> bool:
+    """The output may take the bytes of input ``candidate``: it dies at ``at`` and is no smaller."""
+    host = groups.find(candidate)
     if host == out or groups.pinned[host] >= 0 or groups.pinned[out] >= 0:
         return False
-    if groups.first[out] < at:  # the output already shares bytes with something older
+    if min(groups.writes[out]) < at:  # the output already shares bytes with something older (a model input too)
         return False
     if at in groups.writes[host]:  # another output of this operator already took these bytes
         return False
-    if groups.size[out] > groups.size[host]:
+    if groups.size[out] > tensors.sizes[candidate]:  # the input tensor itself, not its (larger) block
         return False
     return all(p == at or tensors.runs_before(p, at) for p in groups.accesses[host])
 
@@ -144,7 +147,7 @@ def _take_inplace(groups: _Groups, tensors: GraphTensors, choice: str) -> None:
             out_root = groups.find(out)
             for candidate in candidates:
                 host = groups.find(candidate)
-                if not _inplace_is_legal(groups, tensors, host, out_root, at):
+                if not _inplace_is_legal(groups, tensors, candidate, out_root, at):
                     continue
                 same = groups.size[host] == groups.size[out_root]
                 if kind == "same size" and not same:
@@ -173,7 +176,7 @@ def relaxed_bound(tensors: GraphTensors, rules: Rules) -> int:
     saving = np.zeros_like(load.load)
     for out, candidates, at in tensors.inplace:
         out_root = groups.find(out)
-        if any(_inplace_is_legal(groups, tensors, groups.find(c), out_root, at) for c in candidates):
+        if any(_inplace_is_legal(groups, tensors, c, out_root, at) for c in candidates):
             saving[at] += groups.size[out_root]
     return int((load.load - saving).max())
 

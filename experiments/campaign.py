@@ -1,0 +1,428 @@
+"""The planner-vs-oracle campaign: many small random problems, every algorithm's plan checked.
+
+Each seed makes one small problem of a kind the library accepts (a buffer
+list or arrays with alignment and pinned buffers, vector-clock buffers, a
+graph on one or several cores with views, in-place chances, workspaces,
+declared inputs and outputs and pinned tensors under random rules, several
+models in one pool one after another or at once). Every algorithm plans it,
+and each plan is checked against the campaign's own reading of the rules
+(experiments/oracle.py) and, where the problem is small, against the
+brute-force optimum: no plan below it, the lower bound never above it, and
+``optimal`` claimed only when the peak is that optimum.
+
+    python -m experiments.campaign --seeds 0:200000 --processes 2 --minutes 60
+
+The counts depend only on the seed range (not on the processes); a failing
+seed is printed as a document that reproduces it (``--show SEED`` prints any).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from experiments import oracle
+
+#: The GA's and random search's budgets: tiny, fixed in generations and evaluations (no clock).
+GA_OPTIONS = {"generations": 3, "population": 8, "islands": 1, "time_limit": None, "stall_generations": None}
+RANDOM_SEARCH_OPTIONS = {"evaluations": 32, "batch": 16}
+#: The brute force orders at most this many free blocks (its cost is their factorial).
+MAX_BRUTE_FORCE_BLOCKS = 6
+KINDS = ("arrays", "buffers", "clocks", "graph", "multicore", "pool")
+
+
+# --- Random problems -------------------------------------------------------------------------------
+
+
+def _buffers(rng: np.random.Generator, n: int, components: int = 1) -> dict[str, Any]:
+    """Lifetimes, sizes, one alignment and a few pinned buffers."""
+    alignment = int(rng.choice([1, 1, 2, 4, 8]))
+    lower = rng.integers(0, 5, (n, components))
+    upper = lower + rng.integers(0, 4, (n, components))
+    upper[np.arange(n), rng.integers(0, components, n)] += 1  # every end after its start
+    offsets = [-1] * n
+    if rng.random() < 0.3:
+        offsets[int(rng.integers(n))] = alignment * int(rng.integers(0, 4))
+    sizes = [int(s) for s in rng.integers(1, 17, n)]
+    return {"sizes": sizes, "lower": lower.tolist(), "upper": upper.tolist(), "alignment": alignment,
+            "offsets": offsets}  # fmt: skip
+
+
+def _buffer_document(rng: np.random.Generator, n: int, model: str = "b") -> dict[str, Any]:
+    raw = _buffers(rng, n)
+    buffers = []
+    for i in range(n):
+        buffer = {"id": f"{model}{i}", "lower": raw["lower"][i][0], "upper": raw["upper"][i][0], "size": raw["sizes"][i]}
+        if raw["offsets"][i] >= 0:
+            buffer["offset"] = raw["offsets"][i]
+        buffers.append(buffer)
+    return {"alignment": raw["alignment"], "buffers": buffers}
+
+
+def _tensor(rng: np.random.Generator, tid: str, size: int) -> dict[str, Any]:
+    tensor: dict[str, Any] = {"id": tid}
+    if size % 4 == 0 and rng.random() < 0.3:
+        tensor.update(shape=[1, size // 4], dtype="float32")
+    else:
+        tensor["size"] = size
+    if rng.random() < 0.15:
+        tensor["alignment"] = int(rng.choice([2, 4, 8]))
+    return tensor
+
+
+def _graph(rng: np.random.Generator, cores: int) -> dict[str, Any]:
+    """A small graph: each operator reads earlier tensors and writes new ones, with the optional declarations."""
+    sizes: dict[str, int] = {}
+    for i in range(int(rng.integers(1, 3))):
+        sizes[f"x{i}"] = int(rng.integers(1, 17))
+    ops: list[dict[str, Any]] = []
+    for k in range(int(rng.integers(1, 5))):
+        existing = list(sizes)
+        reads = sorted({existing[int(j)] for j in rng.integers(0, len(existing), int(rng.integers(1, 3)))})
+        op: dict[str, Any] = {"id": f"op{k}", "inputs": reads, "outputs": []}
+        if cores > 1:
+            op["core"] = int(rng.integers(cores))
+        for m in range(1 if rng.random() < 0.8 else 2):
+            out = f"t{k}{'ab'[m]}"
+            host = reads[int(rng.integers(len(reads)))]
+            choice = rng.random()
+            if choice < 0.2 and m == 0:
+                sizes[out] = sizes[host]
+                op["views"] = {out: host}
+            elif choice < 0.5:
+                sizes[out] = max(1, sizes[host] - int(rng.integers(0, 3))) if rng.random() < 0.9 else sizes[host] + 1
+                op.setdefault("inplace", {})[out] = host if rng.random() < 0.7 else reads
+            else:
+                sizes[out] = int(rng.integers(1, 17))
+            op["outputs"].append(out)
+        if rng.random() < 0.25:
+            op["workspace"] = int(rng.integers(1, 9))
+        ops.append(op)
+    doc: dict[str, Any] = {"operators": ops}
+    if rng.random() < 0.3:
+        doc["alignment"] = int(rng.choice([2, 4]))
+    tensors = [_tensor(rng, tid, size) for tid, size in sizes.items()]
+    views = {out for op in ops for out in op.get("views", {})}
+    if rng.random() < 0.25:
+        pin = tensors[int(rng.integers(len(tensors)))]
+        if pin["id"] not in views:
+            pin["offset"] = 8 * int(rng.integers(0, 3))
+    doc["tensors"] = tensors
+    written = [t for op in ops for t in op["outputs"]]
+    if rng.random() < 0.3:
+        doc["inputs"] = [t for t in sizes if t not in written]
+    if rng.random() < 0.3:
+        doc["outputs"] = sorted({written[int(j)] for j in rng.integers(0, len(written), int(rng.integers(1, 3)))})
+    if cores > 1 and len(ops) > 1 and rng.random() < 0.5:
+        i, j = sorted(int(v) for v in rng.choice(len(ops), 2, replace=False))
+        doc["sync"] = [{"before": ops[i]["id"], "after": ops[j]["id"]}]
+    return doc
+
+
+def _rules(rng: np.random.Generator) -> dict[str, Any]:
+    return {
+        "keep_outputs": bool(rng.random() < 0.8),
+        "views": bool(rng.random() < 0.8),
+        "inplace": str(rng.choice(["auto", "auto", "always", "never"])),
+    }
+
+
+def make_case(seed: int) -> dict[str, Any]:
+    """The problem of one seed, as a JSON document that rebuilds it (see :func:`build`)."""
+    rng = np.random.default_rng(seed)
+    kind = KINDS[seed % len(KINDS)]
+    if kind == "arrays":
+        return {"kind": kind, **_buffers(rng, int(rng.integers(1, 7)))}
+    if kind == "clocks":
+        return {"kind": kind, **_buffers(rng, int(rng.integers(1, 7)), int(rng.integers(2, 4)))}
+    if kind == "buffers":
+        return {"kind": kind, "document": _buffer_document(rng, int(rng.integers(1, 7)))}
+    if kind in ("graph", "multicore"):
+        cores = 1 if kind == "graph" else int(rng.integers(2, 4))
+        return {"kind": kind, "document": _graph(rng, cores), "rules": _rules(rng)}
+    together = str(rng.choice(["sequential", "concurrent"]))
+    if rng.random() < 0.5:
+        models = [{"id": f"m{k}", "document": _graph(rng, 1)} for k in range(2)]
+        return {"kind": kind, "pool": {"models": models, "together": together}, "rules": _rules(rng)}
+    models = [{"id": f"m{k}", "document": _buffer_document(rng, int(rng.integers(1, 4)))} for k in range(2)]
+    return {"kind": kind, "pool": {"models": models, "together": together}}
+
+
+# --- The library's problem and the oracle's reading of one case ------------------------------------
+
+
+def build(case: dict[str, Any]):  # -> gaplanner.Problem
+    """The library's problem for a case (raises the library's InputError when it refuses it)."""
+    from gaplanner.io import problem_from_json
+    from gaplanner.pool import problem_from_pool_document
+    from gaplanner.problem import problem_from_arrays, problem_from_clocks
+    from gaplanner.rules import Rules
+
+    kind = case["kind"]
+    rules = Rules(**case["rules"]) if "rules" in case else None
+    if kind in ("arrays", "clocks"):
+        make = problem_from_arrays if kind == "arrays" else problem_from_clocks
+        lower, upper = np.array(case["lower"]), np.array(case["upper"])
+        if kind == "arrays":
+            lower, upper = lower[:, 0], upper[:, 0]
+        return make(np.array(case["sizes"]), lower, upper, alignment=case["alignment"],
+                    offsets=np.array(case["offsets"]))  # fmt: skip
+    if kind == "pool":
+        return problem_from_pool_document(case["pool"], rules=rules)
+    return problem_from_json(case["document"], rules=rules)
+
+
+def read(case: dict[str, Any]) -> oracle.Reading:
+    """The oracle's reading of a case, from the rules alone."""
+    kind = case["kind"]
+    rules = case.get("rules", {})
+    if kind in ("arrays", "clocks"):
+        ids = [str(i) for i in range(len(case["sizes"]))]
+        lower = case["lower"] if kind == "clocks" else [t[0] for t in case["lower"]]
+        upper = case["upper"] if kind == "clocks" else [t[0] for t in case["upper"]]
+        return oracle.interval_reading(ids, case["sizes"], lower, upper, case["alignment"], case["offsets"])
+    if kind == "buffers":
+        return oracle.buffer_document_reading(case["document"])
+    if kind == "pool":
+        models = []
+        for model in case["pool"]["models"]:
+            doc = model["document"]
+            one = oracle.graph_reading(doc, **rules) if "operators" in doc else oracle.buffer_document_reading(doc)
+            models.append((model["id"], one))
+        return oracle.pool_reading(models, case["pool"]["together"])
+    return oracle.graph_reading(case["document"], **rules)
+
+
+# --- Checking every algorithm on one case ----------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What a run of the campaign counted, and its first failures."""
+
+    problems: int = 0
+    refused: int = 0
+    plans: int = 0
+    invalid: int = 0
+    false_optimal: int = 0
+    below_optimum: int = 0
+    bound_above_optimum: int = 0
+    crashes: int = 0
+    with_optimum: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, other: Tally) -> None:
+        for name in ("problems", "refused", "plans", "invalid", "false_optimal", "below_optimum",
+                     "bound_above_optimum", "crashes", "with_optimum"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failures = sorted(self.failures + other.failures, key=lambda f: f["seed"])[:5]
+
+    @property
+    def failed(self) -> int:
+        return self.invalid + self.false_optimal + self.below_optimum + self.bound_above_optimum + self.crashes
+
+
+def _settings(algorithm: str, seed: int) -> Any:
+    from gaplanner.solve import settings_for
+
+    options = {"ga": GA_OPTIONS, "random-search": RANDOM_SEARCH_OPTIONS}.get(algorithm, {})
+    return settings_for(algorithm, {**options, "seed": seed})
+
+
+def check_case(seed: int, tally: Tally) -> None:
+    """Plan one seed's problem with every algorithm and check each plan."""
+    from gaplanner.errors import InputError
+    from gaplanner.solve import ALGORITHMS, solve
+
+    case = make_case(seed)
+    tally.problems += 1
+
+    def fail(what: str, algorithm: str | None, detail: str) -> None:
+        tally.failures.append({"seed": seed, "what": what, "algorithm": algorithm, "detail": detail, "case": case})
+
+    try:
+        problem = build(case)
+    except InputError:
+        tally.refused += 1
+        return
+    reading = read(case)
+    best = None
+    if oracle.free_blocks(reading) <= MAX_BRUTE_FORCE_BLOCKS:
+        try:
+            peak, at = oracle.optimum(reading)
+        except ValueError as exc:  # the library should have refused it
+            tally.crashes += 1
+            fail("accepted", None, f"the library planned a problem the rules refuse: {exc}")
+            return
+        if (broken := oracle.violation(reading, at, peak)) is not None:
+            fail("oracle", None, f"the brute force's own plan breaks a rule: {broken}")
+            tally.crashes += 1
+            return
+        best = peak
+        tally.with_optimum += 1
+        if problem.lower_bound > best:
+            tally.bound_above_optimum += 1
+            fail("bound above optimum", None, f"problem bound {problem.lower_bound} > optimum {best}")
+    for algorithm in ALGORITHMS:
+        if algorithm == "best-fit-coalescing" and problem.has_pinned:
+            continue  # documented: it moves blocks, so it refuses pinned ones
+        try:
+            plan = solve(problem, algorithm, _settings(algorithm, seed))
+        except Exception as exc:  # noqa: BLE001 - any exception is a finding here
+            tally.crashes += 1
+            fail("crash", algorithm, f"{type(exc).__name__}: {exc}")
+            continue
+        tally.plans += 1
+        _check_plan(plan, reading, best, tally, lambda what, detail, a=algorithm: fail(what, a, detail))
+
+
+def _check_plan(plan, reading: oracle.Reading, best: int | None, tally: Tally, fail: Callable) -> None:
+    if (broken := oracle.violation(reading, plan.tensor_offsets(), plan.peak)) is not None:
+        tally.invalid += 1
+        fail("invalid", broken)
+    if best is None:
+        return
+    if plan.peak < best:
+        tally.below_optimum += 1
+        fail("below optimum", f"peak {plan.peak} < brute-force optimum {best}")
+    if plan.lower_bound > best:
+        tally.bound_above_optimum += 1
+        fail("bound above optimum", f"plan bound {plan.lower_bound} > optimum {best}")
+    if plan.optimal and plan.peak != best:
+        tally.false_optimal += 1
+        fail("false optimal", f"claims optimal at {plan.peak}, brute-force optimum {best}")
+
+
+# --- Running a seed range --------------------------------------------------------------------------
+
+
+def run_chunk(seeds: range, deadline: float | None = None) -> Tally:
+    """Check the seeds in order; stop early (between seeds) at ``deadline`` (``time.time()``)."""
+    tally = Tally()
+    for seed in seeds:
+        if deadline is not None and time.time() > deadline:
+            break
+        check_case(seed, tally)
+    return tally
+
+
+def _chunk_job(job: tuple[int, int, float | None]) -> tuple[int, int, Tally]:
+    start, stop, deadline = job
+    tally = run_chunk(range(start, stop), deadline)
+    return start, start + tally.problems, tally
+
+
+def run(first: int, last: int, processes: int = 1, minutes: float | None = None, chunk: int = 200) -> tuple[Tally, int]:
+    """Check seeds ``first`` to ``last - 1``; returns the tally and the end of the contiguous range checked.
+
+    With a time limit the seeds checked form one range from ``first`` (later
+    chunks than the first unfinished one are dropped from the counts), so a
+    run is reproduced by its seed range.
+    """
+    deadline = None if minutes is None else time.time() + 60 * minutes
+    jobs = [(s, min(s + chunk, last), deadline) for s in range(first, last, chunk)]
+    done: dict[int, tuple[int, Tally]] = {}
+    if processes > 1:
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            for start, stop, tally in pool.imap_unordered(_chunk_job, jobs):
+                done[start] = (stop, tally)
+    else:
+        for job in jobs:
+            start, stop, tally = _chunk_job(job)
+            done[start] = (stop, tally)
+    total, reached = Tally(), first
+    for start, stop, _ in jobs:  # keep the chunks up to the first unfinished one
+        end, tally = done[start]
+        total.add(tally)
+        reached = end
+        if end < stop:
+            break
+    return total, reached
+
+
+def _seeds(text: str) -> tuple[int, int]:
+    first, _, last = text.partition(":")
+    if not first.isdigit() or not last.isdigit() or int(last) <= int(first):
+        raise argparse.ArgumentTypeError("seeds are FIRST:LAST with LAST > FIRST, e.g. 0:10000")
+    return int(first), int(last)
+
+
+def _report(tally: Tally, first: int, reached: int, seconds: float, command: str, write: bool) -> None:
+    from experiments.report import write_results
+
+    rate = tally.plans / seconds if seconds else 0.0
+    rows = [
+        ("seeds (problems)", f"{first}:{reached} ({tally.problems})"),
+        ("problems the library refused", tally.refused),
+        ("problems with a brute-force optimum", tally.with_optimum),
+        ("plans checked", tally.plans),
+        ("invalid plans", tally.invalid),
+        ("false optimality claims", tally.false_optimal),
+        ("plans below the optimum", tally.below_optimum),
+        ("lower bounds above the optimum", tally.bound_above_optimum),
+        ("crashes", tally.crashes),
+        ("seconds", f"{seconds:.0f}"),
+        ("plans per second", f"{rate:.1f}"),
+    ]
+    summary = (f"**{tally.plans} plans checked, {tally.invalid} invalid, {tally.false_optimal} false optimality "
+               f"claims** (seeds {first}:{reached}).")  # fmt: skip
+    print(summary)
+    for name, value in rows:
+        print(f"  {name}: {value}")
+    for failure in tally.failures:
+        print(f"FAILED seed {failure['seed']}: {failure['what']} ({failure['algorithm']}): {failure['detail']}")
+        print(json.dumps(failure["case"]))
+    if write:
+        notes = (
+            summary + "\n\nEach seed is one small random problem (buffer lists and arrays with alignment and "
+            "pinned buffers, vector-clock buffers, graphs on one or several cores with views, in-place chances, "
+            "workspaces, declared inputs and outputs and pinned tensors under random rules, two models pooled "
+            "one after another or at once). Every algorithm of `gaplanner.ALGORITHMS` plans it (the GA with "
+            f"{GA_OPTIONS}, random search with {RANDOM_SEARCH_OPTIONS}); each plan is checked against "
+            "`experiments/oracle.py`, written from docs/rules.md, and where at most "
+            f"{MAX_BRUTE_FORCE_BLOCKS} blocks are free against the brute-force optimum (first-fit over every "
+            "order, for every legal set of in-place writes)."
+        )
+        path = write_results("campaign", "Planner-vs-oracle campaign", ("count", "value"), rows, command, notes)
+        print(f"wrote {path}")
+
+
+def show(seed: int) -> None:
+    """Print one seed's problem document and the oracle's optimum."""
+    case = make_case(seed)
+    print(json.dumps(case, indent=1))
+    reading = read(case)
+    if oracle.free_blocks(reading) <= MAX_BRUTE_FORCE_BLOCKS:
+        print("brute-force optimum:", oracle.optimum(reading)[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=_seeds, default=(0, 1000), help="FIRST:LAST, one problem per seed")
+    parser.add_argument("--processes", type=int, default=1, help="worker processes")
+    parser.add_argument("--minutes", type=float, default=None, help="stop after this long (between seeds)")
+    parser.add_argument("--write", action="store_true", help="write docs/results/campaign.md")
+    parser.add_argument("--show", type=int, default=None, help="print one seed's problem and stop")
+    args = parser.parse_args(argv)
+    if args.show is not None:
+        show(args.show)
+        return 0
+    first, last = args.seeds
+    started = time.perf_counter()
+    tally, reached = run(first, last, args.processes, args.minutes)
+    seconds = time.perf_counter() - started
+    command = f"python -m experiments.campaign --seeds {first}:{reached} --processes {args.processes} --write"
+    _report(tally, first, reached, seconds, command, args.write)
+    return 1 if tally.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
