@@ -60,7 +60,12 @@ def _buffer_document(rng: np.random.Generator, n: int, model: str = "b") -> dict
     raw = _buffers(rng, n)
     buffers = []
     for i in range(n):
-        buffer = {"id": f"{model}{i}", "lower": raw["lower"][i][0], "upper": raw["upper"][i][0], "size": raw["sizes"][i]}
+        buffer = {
+            "id": f"{model}{i}",
+            "lower": raw["lower"][i][0],
+            "upper": raw["upper"][i][0],
+            "size": raw["sizes"][i],
+        }
         if raw["offsets"][i] >= 0:
             buffer["offset"] = raw["offsets"][i]
         buffers.append(buffer)
@@ -79,7 +84,7 @@ def _tensor(rng: np.random.Generator, tid: str, size: int) -> dict[str, Any]:
 
 
 def _graph(rng: np.random.Generator, cores: int) -> dict[str, Any]:
-    """A small graph: each operator reads earlier tensors and writes new ones, with the optional declarations."""
+    """A small graph: each operator reads earlier tensors and writes new ones; optional declarations."""
     sizes: dict[str, int] = {}
     for i in range(int(rng.integers(1, 3))):
         sizes[f"x{i}"] = int(rng.integers(1, 17))
@@ -98,7 +103,9 @@ def _graph(rng: np.random.Generator, cores: int) -> dict[str, Any]:
                 sizes[out] = sizes[host]
                 op["views"] = {out: host}
             elif choice < 0.5:
-                sizes[out] = max(1, sizes[host] - int(rng.integers(0, 3))) if rng.random() < 0.9 else sizes[host] + 1
+                sizes[out] = (
+                    max(1, sizes[host] - int(rng.integers(0, 3))) if rng.random() < 0.9 else sizes[host] + 1
+                )
                 op.setdefault("inplace", {})[out] = host if rng.random() < 0.7 else reads
             else:
                 sizes[out] = int(rng.integers(1, 17))
@@ -120,7 +127,9 @@ def _graph(rng: np.random.Generator, cores: int) -> dict[str, Any]:
     if rng.random() < 0.3:
         doc["inputs"] = [t for t in sizes if t not in written]
     if rng.random() < 0.3:
-        doc["outputs"] = sorted({written[int(j)] for j in rng.integers(0, len(written), int(rng.integers(1, 3)))})
+        doc["outputs"] = sorted(
+            {written[int(j)] for j in rng.integers(0, len(written), int(rng.integers(1, 3)))}
+        )
     if cores > 1 and len(ops) > 1 and rng.random() < 0.5:
         i, j = sorted(int(v) for v in rng.choice(len(ops), 2, replace=False))
         doc["sync"] = [{"before": ops[i]["id"], "after": ops[j]["id"]}]
@@ -195,7 +204,11 @@ def read(case: dict[str, Any]) -> oracle.Reading:
         models = []
         for model in case["pool"]["models"]:
             doc = model["document"]
-            one = oracle.graph_reading(doc, **rules) if "operators" in doc else oracle.buffer_document_reading(doc)
+            one = (
+                oracle.graph_reading(doc, **rules)
+                if "operators" in doc
+                else oracle.buffer_document_reading(doc)
+            )
             models.append((model["id"], one))
         return oracle.pool_reading(models, case["pool"]["together"])
     return oracle.graph_reading(case["document"], **rules)
@@ -227,7 +240,9 @@ class Tally:
 
     @property
     def failed(self) -> int:
-        return self.invalid + self.false_optimal + self.below_optimum + self.bound_above_optimum + self.crashes
+        return (
+            self.invalid + self.false_optimal + self.below_optimum + self.bound_above_optimum + self.crashes
+        )
 
 
 def _settings(algorithm: str, seed: int) -> Any:
@@ -246,7 +261,9 @@ def check_case(seed: int, tally: Tally) -> None:
     tally.problems += 1
 
     def fail(what: str, algorithm: str | None, detail: str) -> None:
-        tally.failures.append({"seed": seed, "what": what, "algorithm": algorithm, "detail": detail, "case": case})
+        tally.failures.append(
+            {"seed": seed, "what": what, "algorithm": algorithm, "detail": detail, "case": case}
+        )
 
     try:
         problem = build(case)
@@ -276,7 +293,7 @@ def check_case(seed: int, tally: Tally) -> None:
             continue  # documented: it moves blocks, so it refuses pinned ones
         try:
             plan = solve(problem, algorithm, _settings(algorithm, seed))
-        except Exception as exc:  # noqa: BLE001 - any exception is a finding here
+        except Exception as exc:  # any exception is a finding here
             tally.crashes += 1
             fail("crash", algorithm, f"{type(exc).__name__}: {exc}")
             continue
@@ -320,7 +337,9 @@ def _chunk_job(job: tuple[int, int, float | None]) -> tuple[int, int, Tally]:
     return start, start + tally.problems, tally
 
 
-def run(first: int, last: int, processes: int = 1, minutes: float | None = None, chunk: int = 200) -> tuple[Tally, int]:
+def run(
+    first: int, last: int, processes: int = 1, minutes: float | None = None, chunk: int = 200
+) -> tuple[Tally, int]:
     """Check seeds ``first`` to ``last - 1``; returns the tally and the end of the contiguous range checked.
 
     With a time limit the seeds checked form one range from ``first`` (later
@@ -372,26 +391,33 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
         ("seconds", f"{seconds:.0f}"),
         ("plans per second", f"{rate:.1f}"),
     ]
-    summary = (f"**{tally.plans} plans checked, {tally.invalid} invalid, {tally.false_optimal} false optimality "
-               f"claims** (seeds {first}:{reached}).")  # fmt: skip
+    summary = (
+        f"**{tally.plans} plans checked, {tally.invalid} invalid, "
+        f"{tally.false_optimal} false optimality claims** (seeds {first}:{reached})."
+    )
     print(summary)
     for name, value in rows:
         print(f"  {name}: {value}")
     for failure in tally.failures:
-        print(f"FAILED seed {failure['seed']}: {failure['what']} ({failure['algorithm']}): {failure['detail']}")
+        print(
+            f"FAILED seed {failure['seed']}: {failure['what']} ({failure['algorithm']}): {failure['detail']}"
+        )
         print(json.dumps(failure["case"]))
     if write:
         notes = (
-            summary + "\n\nEach seed is one small random problem (buffer lists and arrays with alignment and "
-            "pinned buffers, vector-clock buffers, graphs on one or several cores with views, in-place chances, "
-            "workspaces, declared inputs and outputs and pinned tensors under random rules, two models pooled "
-            "one after another or at once). Every algorithm of `gaplanner.ALGORITHMS` plans it (the GA with "
+            summary + "\n\nEach seed is one small random problem (buffer lists and arrays with alignment "
+            "and pinned buffers, vector-clock buffers, graphs on one or several cores with views, in-place "
+            "chances, workspaces, declared inputs and outputs and pinned tensors under random rules, two "
+            "models pooled one after another or at once). Every algorithm of `gaplanner.ALGORITHMS` "
+            "plans it (the GA with "
             f"{GA_OPTIONS}, random search with {RANDOM_SEARCH_OPTIONS}); each plan is checked against "
             "`experiments/oracle.py`, written from docs/rules.md, and where at most "
             f"{MAX_BRUTE_FORCE_BLOCKS} blocks are free against the brute-force optimum (first-fit over every "
             "order, for every legal set of in-place writes)."
         )
-        path = write_results("campaign", "Planner-vs-oracle campaign", ("count", "value"), rows, command, notes)
+        path = write_results(
+            "campaign", "Planner-vs-oracle campaign", ("count", "value"), rows, command, notes
+        )
         print(f"wrote {path}")
 
 
@@ -405,7 +431,9 @@ def show(seed: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.campaign", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--seeds", type=_seeds, default=(0, 1000), help="FIRST:LAST, one problem per seed")
     parser.add_argument("--processes", type=int, default=1, help="worker processes")
     parser.add_argument("--minutes", type=float, default=None, help="stop after this long (between seeds)")

@@ -45,7 +45,12 @@ class Reading:
 
 
 def interval_reading(
-    ids: Sequence[str], sizes: Sequence[int], lower: Sequence, upper: Sequence, alignment: int, pinned: Sequence[int]
+    ids: Sequence[str],
+    sizes: Sequence[int],
+    lower: Sequence,
+    upper: Sequence,
+    alignment: int,
+    pinned: Sequence[int],
 ) -> Reading:
     """Buffers with half-open lifetimes ``[lower, upper)``, or vector clocks (one component a stream).
 
@@ -56,7 +61,9 @@ def interval_reading(
 
     def apart(x: str, y: str) -> bool:
         (lx, ux), (ly, uy) = ends[x], ends[y]
-        return all(a <= b for a, b in zip(ux, ly, strict=True)) or all(a <= b for a, b in zip(uy, lx, strict=True))
+        return all(a <= b for a, b in zip(ux, ly, strict=True)) or all(
+            a <= b for a, b in zip(uy, lx, strict=True)
+        )
 
     return Reading(
         sizes=dict(zip(ids, map(int, sizes), strict=True)),
@@ -141,7 +148,9 @@ class GraphReading:
                 scratch = op["id"] + "#workspace"
                 self.sizes[scratch], self.alignment[scratch] = op["workspace"], base
                 self.touched[scratch] = {op["id"]}
-        for t in set(doc.get("inputs") or []) | {t for t in self.touched if t not in written and "#" not in t}:
+        for t in set(doc.get("inputs") or []) | {
+            t for t in self.touched if t not in written and "#" not in t
+        }:
             self.touched[t].add(START)
         outputs = doc["outputs"] if doc.get("outputs") is not None else [t for t in written if t not in read]
         if keep_outputs:
@@ -171,10 +180,12 @@ class GraphReading:
 
     def apart(self, x: str, y: str) -> bool:
         tx, ty = self.touched[x], self.touched[y]
-        return all(self.before(p, q) for p in tx for q in ty) or all(self.before(q, p) for p in tx for q in ty)
+        return all(self.before(p, q) for p in tx for q in ty) or all(
+            self.before(q, p) for p in tx for q in ty
+        )
 
     def _write_ok(self, out: str, host: str, at: str) -> bool:
-        """``out`` may be written over ``host`` at operator ``at``: no larger, neither pinned, the host's group dies there."""
+        """``out`` may take the bytes of ``host`` at ``at``: no larger, not pinned, the host dies there."""
         if self.sizes[out] > self.sizes[host]:
             return False
         if any(self.root[t] in (self.root[out], self.root[host]) for t in self.pinned):
@@ -188,7 +199,9 @@ class GraphReading:
         return Reading(self.sizes, self.alignment, self.pinned, self.apart, self.root, self.chances)
 
 
-def graph_reading(doc: dict[str, Any], keep_outputs: bool = True, views: bool = True, inplace: str = "auto") -> Reading:
+def graph_reading(
+    doc: dict[str, Any], keep_outputs: bool = True, views: bool = True, inplace: str = "auto"
+) -> Reading:
     return GraphReading(doc, keep_outputs, views, inplace).reading()
 
 
@@ -365,6 +378,6 @@ def optimum(reading: Reading) -> tuple[int, dict[str, int]]:
 
 
 def free_blocks(reading: Reading) -> int:
-    """Blocks the brute force orders (views merged, pinned ones excluded): its cost grows as their factorial."""
+    """Blocks the brute force orders (views merged, pinned ones apart): its cost grows as their factorial."""
     groups = {reading.group_of(i) for i in reading.sizes}
     return len(groups) - len({reading.group_of(i) for i in reading.pinned})

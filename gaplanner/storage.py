@@ -87,14 +87,13 @@ def _join_views(groups: _Groups, tensors: GraphTensors) -> None:
             groups.join(host, view_root)
 
 
-def _inplace_is_legal(
-    groups: _Groups, tensors: GraphTensors, candidate: int, out: int, at: int
-) -> bool:
+def _inplace_is_legal(groups: _Groups, tensors: GraphTensors, candidate: int, out: int, at: int) -> bool:
     """The output may take the bytes of input ``candidate``: it dies at ``at`` and is no smaller."""
     host = groups.find(candidate)
     if host == out or groups.pinned[host] >= 0 or groups.pinned[out] >= 0:
         return False
-    if min(groups.writes[out]) < at:  # the output already shares bytes with something older (a model input too)
+    # the output already shares bytes with something written before it (a model input too)
+    if min(groups.writes[out]) < at:
         return False
     if at in groups.writes[host]:  # another output of this operator already took these bytes
         return False
