@@ -69,8 +69,8 @@ FOUND = {
 
 
 def test_a_short_campaign_finds_no_failure() -> None:
-    tally, reached = campaign.run(0, 240)
-    assert reached == 240 and tally.problems == 240
+    tally, reached = campaign.run(0, 120)
+    assert reached == 120 and tally.problems == 120
     # every algorithm planned every accepted problem
     assert tally.plans > 4 * (tally.problems - tally.refused)
     assert tally.with_optimum > tally.problems // 2
