@@ -291,6 +291,8 @@ def test_the_page_uploads_searches_and_shows_the_plan(server: Server, browser: A
     _screenshot(browser, tmp_path / "page-desktop.png")
     browser.set_window_size(390, 844)
     wait_until(lambda: browser.execute_script("return window.innerWidth") <= 390, 5)
+    svg = "return document.getElementById('live-svg').viewBox.baseVal.width"
+    wait_until(lambda: browser.execute_script(svg) < 400, 5)  # redrawn at the phone's width
     overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page is {overflow} px wider than a phone's screen"
     _screenshot(browser, tmp_path / "page-phone.png")
