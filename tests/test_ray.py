@@ -131,7 +131,8 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
     timed = GASettings(population=12, generations=None, time_limit=2.0, stall_generations=None, islands=2)
     started = time.perf_counter()
     plan = run_islands(problem, timed, workers=2)
-    assert plan.stop_reason == "time limit" and time.perf_counter() - started < 6.0
+    ended_by = "lower bound reached" if plan.peak <= problem.lower_bound else "time limit"  # a fast machine
+    assert plan.stop_reason == ended_by and time.perf_counter() - started < 6.0
 
     calls = []
     endless = GASettings(population=12, generations=None, time_limit=None, stall_generations=10**6, islands=2)
