@@ -141,6 +141,7 @@ class RulesOracle:
         self.sizes.update({op.id + "#workspace": op.workspace for op in ops if op.workspace})
         self.touched: dict[str, set[str]] = {t: set() for t in self.sizes}
         written, read = set(), set()
+        self.written_by = {op.id: set(op.outputs) for op in ops}
         for op in ops:
             for t in [*op.inputs, *op.outputs]:
                 self.touched[t].add(op.id)
@@ -183,6 +184,8 @@ class RulesOracle:
         if self.sizes[out] > self.sizes[host] or self.rules.inplace == "never":
             return False
         side = [t for t in self.sizes if self.view_root(t) == self.view_root(host)]
+        if any(t in self.written_by.get(at, ()) for t in side):  # the operator also writes a view of it
+            return False
         return all(p == at or self.before(p, at) for t in side for p in self.touched[t])
 
     def violation(self, offsets: dict[str, int]) -> str | None:
