@@ -30,14 +30,17 @@ HEURISTICS: tuple[str, ...] = ("WAT", "TAW", "TWA")
 _BIG = np.iinfo(np.int64).max
 
 # Positions in the tuple of the part's arrays (read-only during the search).
-SIZES, ALIGNS, FIXED, RANK, TWIN, NBR_PTR, NBR_IDX, CLQ_PTR, CLQ_IDX, BC_PTR, BC_IDX = range(11)
+(SIZES, ALIGNS, FIXED, RANK, TWIN, TWIN_CLASS, NBR_PTR, NBR_IDX, CLQ_PTR, CLQ_IDX, BC_PTR, BC_IDX,
+ ORDER_KEYS, WIDTH, AREA, SIZE_KEY) = range(16)  # fmt: skip
+#: Codes of the block features in ``p[ORDER_KEYS]`` (see :data:`HEURISTICS`).
+KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3}
 # Positions in the tuple of state arrays.
-(OFFSETS, MIN_OFF, FLOOR, TOTAL, GRP, GRP_LEFT, GRP_FRAME, CLQ_GRP,  # per block, group, clique
+(OFFSETS, MIN_OFF, FLOOR, TOTAL, GRP, GRP_LEFT, GRP_FRAME, CLQ_GRP, RANK_NOW,  # per block, group, clique
  LV_BLK, LV_OFF, LV_RANK, LV_DONE, LV_HEIGHT, LV_MO, LV_FL, LV_GROUP, LV_ROOT,  # per level
- F_START, F_PARENT, F_FIRST, F_COUNT, F_CUR, F_OFF, F_RANK,  # per frame (a split)
- MO_B, MO_V, FL_C, FL_V, STAMP, AFFECTED, QUEUE, SC) = range(32)  # fmt: skip
+ F_START, F_PARENT, F_FIRST, F_COUNT, F_CUR, F_RK,  # per frame (a split)
+ MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, SC) = range(34)  # fmt: skip
 # Scalars in state[SC].
-DEPTH, MO_TOP, FL_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP = range(7)
+DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP = range(8)
 
 
 @nb.njit(cache=True)
@@ -59,7 +62,7 @@ def _lowest_top(p, s, g):
 @nb.njit(cache=True)
 def _next_candidate(p, s, d):
     """The unplaced block of level ``d``'s group with the smallest (floor, rank) above the level's key."""
-    rank, twin_prev, offsets, min_off, grp = p[RANK], p[TWIN], s[OFFSETS], s[MIN_OFF], s[GRP]
+    rank, twin_prev, offsets, min_off, grp = s[RANK_NOW], p[TWIN], s[OFFSETS], s[MIN_OFF], s[GRP]
     g, key_off, key_rank, height = s[LV_GROUP][d], s[LV_OFF][d], s[LV_RANK][d], s[LV_HEIGHT][d]
     best, best_off, best_rank = -1, _BIG, _BIG
     for b in range(len(rank)):
@@ -202,7 +205,7 @@ def _split(p, s, d, c, capacity):
     sc[FRAMES] += 1
     sc[NEXT_GROUP] += pieces
     s[F_START][f], s[F_PARENT][f], s[F_FIRST][f], s[F_COUNT][f], s[F_CUR][f] = d + 1, g, first, pieces, 0
-    s[F_OFF][f], s[F_RANK][f] = s[OFFSETS][c], p[RANK][c]
+    s[F_RK][f] = sc[RK_TOP]
     for k in range(pieces):
         s[GRP_FRAME][first + k] = f
     clq_grp = s[CLQ_GRP]
@@ -210,7 +213,53 @@ def _split(p, s, d, c, capacity):
         if offsets[b] < 0 and first <= grp[b] < first + pieces:
             for e in range(bc_ptr[b], bc_ptr[b + 1]):
                 clq_grp[bc_idx[e]] = grp[b]
+    _rerank(p, s, first, pieces)
     return pieces
+
+
+@nb.njit(cache=True)
+def _rerank(p, s, first, pieces):
+    """Order the pieces' blocks afresh by the heuristic, with each clique's weight what is left unplaced.
+
+    Each piece is a problem of its own, searched from an empty key, as MiniMalloc
+    solves each part it splits off; the old ranks go to a log the frame undoes.
+    Interchangeable blocks keep their order among themselves (see :func:`_next_candidate`).
+    """
+    offsets, grp, total, rank, sc = s[OFFSETS], s[GRP], s[TOTAL], s[RANK_NOW], s[SC]
+    bc_ptr, bc_idx, twin_class, keys = p[BC_PTR], p[BC_IDX], p[TWIN_CLASS], p[ORDER_KEYS]
+    n = len(offsets)
+    members = np.empty(n, np.int64)
+    k = 0
+    for b in range(n):
+        if offsets[b] < 0 and first <= grp[b] < first + pieces:
+            members[k] = b
+            k += 1
+    members = members[:k]
+    heaviest = np.zeros(k, np.int64)
+    for i in range(k):
+        b = members[i]
+        for e in range(bc_ptr[b], bc_ptr[b + 1]):
+            heaviest[i] = max(heaviest[i], total[bc_idx[e]])
+    order = np.arange(k)
+    for j in range(len(keys) - 1, -1, -1):  # stable sorts, last key first: descending, ties by index
+        code = keys[j]
+        key = heaviest if code == 0 else p[WIDTH + code - 1][members]
+        order = order[np.argsort(-key[order], kind="mergesort")]
+    fresh = np.empty(k, np.int64)
+    fresh[order] = np.arange(k)
+    kind = np.empty(k, np.int64)
+    for i in range(k):
+        c = twin_class[members[i]]
+        kind[i] = c if c >= 0 else n + members[i]
+    by_fresh = np.argsort(kind * (k + 1) + fresh, kind="mergesort")
+    by_chain = np.argsort(kind * (n + 1) + p[RANK][members], kind="mergesort")
+    top = sc[RK_TOP]
+    for i in range(k):
+        b = members[by_chain[i]]
+        s[RK_B][top], s[RK_V][top] = b, rank[b]
+        top += 1
+        rank[b] = fresh[by_fresh[i]]
+    sc[RK_TOP] = top
 
 
 @nb.njit(cache=True)
@@ -246,7 +295,11 @@ def _enter(p, s, d, g, root, key_off, key_rank):
 @nb.njit(cache=True)
 def _pop_frames(p, s, keep):
     """Drop the frames from ``keep`` up: their pieces' blocks and cliques go back to the group split."""
-    sc, grp, clq_grp = s[SC], s[GRP], s[CLQ_GRP]
+    sc, grp, clq_grp, rank = s[SC], s[GRP], s[CLQ_GRP], s[RANK_NOW]
+    if keep < sc[FRAMES]:
+        for k in range(sc[RK_TOP] - 1, s[F_RK][keep] - 1, -1):
+            rank[s[RK_B][k]] = s[RK_V][k]
+        sc[RK_TOP] = s[F_RK][keep]
     for f in range(sc[FRAMES] - 1, keep - 1, -1):
         first, last, parent = s[F_FIRST][f], s[F_FIRST][f] + s[F_COUNT][f], s[F_PARENT][f]
         for b in range(len(grp)):
@@ -269,7 +322,7 @@ def _advance(p, s, d):
             return False
         if s[F_CUR][f] + 1 < s[F_COUNT][f]:
             s[F_CUR][f] += 1
-            _enter(p, s, d, s[F_FIRST][f] + s[F_CUR][f], f, s[F_OFF][f], s[F_RANK][f])
+            _enter(p, s, d, s[F_FIRST][f] + s[F_CUR][f], f, -1, -1)
             return True
         g = s[F_PARENT][f]  # every piece done: the group that was split is done too
 
@@ -306,11 +359,12 @@ def search(p, s, capacity, budget):
             _take_back(p, s, s[LV_BLK][back])
             _roll_back(s, s[LV_MO][back], s[LV_FL][back])
             continue
-        if sc[FL_TOP] + (p[BC_PTR][c + 1] - p[BC_PTR][c]) + len(s[TOTAL]) > len(s[FL_C]):
-            return NEED_SPACE  # the clique-floor log could overflow: the caller grows it
+        floors_full = sc[FL_TOP] + (p[BC_PTR][c + 1] - p[BC_PTR][c]) + len(s[TOTAL]) > len(s[FL_C])
+        if floors_full or sc[RK_TOP] + n > len(s[RK_B]):
+            return NEED_SPACE  # the clique-floor or rank log could overflow: the caller grows them
         nodes += 1
         sc[NODES] += 1
-        s[LV_BLK][d], s[LV_OFF][d], s[LV_RANK][d] = c, s[MIN_OFF][c], p[RANK][c]
+        s[LV_BLK][d], s[LV_OFF][d], s[LV_RANK][d] = c, s[MIN_OFF][c], s[RANK_NOW][c]
         s[LV_MO][d], s[LV_FL][d] = sc[MO_TOP], sc[FL_TOP]
         ok, above = _place(p, s, c, capacity)
         s[LV_DONE][d] = above == 0  # nothing rests on c: if this branch fails, its siblings do too
@@ -324,9 +378,9 @@ def search(p, s, capacity, budget):
         g = s[GRP][c]
         if above >= 2 and s[GRP_LEFT][g] >= 2 and _split(p, s, d, c, capacity) >= 2:
             f = sc[FRAMES] - 1
-            _enter(p, s, d + 1, s[F_FIRST][f], f, s[OFFSETS][c], p[RANK][c])
+            _enter(p, s, d + 1, s[F_FIRST][f], f, -1, -1)
         else:
-            _enter(p, s, d + 1, g, -1, s[OFFSETS][c], p[RANK][c])
+            _enter(p, s, d + 1, g, -1, s[OFFSETS][c], s[RANK_NOW][c])
 
 
 class Probe:
@@ -337,8 +391,11 @@ class Probe:
         self.part, self.target, self.heuristic = part, target, heuristic
         n, m = len(part.sizes), len(part.clq_ptr) - 1
         rank = part.rank(heuristic) if rank is None else rank
-        self.p = (part.sizes, part.aligns, part.fixed, rank, part.twins(rank), part.nbr_ptr, part.nbr_idx,
-                  part.clq_ptr, part.clq_idx, part.bc_ptr, part.bc_idx)  # fmt: skip
+        keys = np.array([KEY_CODES[letter] for letter in heuristic], np.int64)
+        features = [np.asarray(part.features[letter], np.int64) for letter in "WAZ"]
+        self.p = (part.sizes, part.aligns, part.fixed, rank, part.twins(rank), part.twin_class,
+                  part.nbr_ptr, part.nbr_idx, part.clq_ptr, part.clq_idx, part.bc_ptr, part.bc_idx,
+                  keys, *features)  # fmt: skip
         min_off = np.where(part.fixed >= 0, part.fixed, 0).astype(np.int64)
         floor, total = np.zeros(m, np.int64), np.zeros(m, np.int64)
         for q in range(m):
@@ -348,16 +405,17 @@ class Probe:
         grp_left, grp_frame = np.zeros(groups, np.int64), np.full(groups, -1, np.int64)
         grp_left[0] = n
         levels = [np.zeros(n + 1, np.int64) for _ in range(LV_ROOT - LV_BLK + 1)]
-        frames = [np.zeros(n + 1, np.int64) for _ in range(F_RANK - F_START + 1)]
+        frames = [np.zeros(n + 1, np.int64) for _ in range(F_RK - F_START + 1)]
         # Along one branch each block is placed once and raises each neighbour's floor at most once; a
         # placement logs each clique of the block and each clique of a raised neighbour at most once,
         # so the clique-floor log starts at a guess and grows when a placement could overflow it.
         logs = [np.zeros(len(part.nbr_idx) + 1, np.int64) for _ in range(2)]
         logs += [np.zeros(2 * len(part.bc_idx) + 4 * m + 16, np.int64) for _ in range(2)]
+        logs += [np.zeros(4 * n + 16, np.int64) for _ in range(2)]  # ranks the pieces of splits replace
         self.s = (
             np.full(n, -1, np.int64), min_off, floor, total, np.zeros(n, np.int64), grp_left, grp_frame,
-            np.zeros(m, np.int64), *levels, *frames, *logs, np.zeros(m, np.int64), np.zeros(m, np.int64),
-            np.zeros(n, np.int64), np.zeros(7, np.int64),
+            np.zeros(m, np.int64), rank.astype(np.int64), *levels, *frames, *logs, np.zeros(m, np.int64),
+            np.zeros(m, np.int64), np.zeros(n, np.int64), np.zeros(8, np.int64),
         )  # fmt: skip
         self.s[SC][NEXT_GROUP] = 1  # group 0 holds every block at the start
         _enter(self.p, self.s, 0, 0, -1, -1, -1)
@@ -379,8 +437,8 @@ class Probe:
             if status != NEED_SPACE:
                 self.status = status
                 break
-            grown = [np.concatenate([log, np.zeros_like(log)]) for log in (self.s[FL_C], self.s[FL_V])]
-            self.s = (*self.s[:FL_C], *grown, *self.s[FL_V + 1 :])
+            grown = [np.concatenate([log, np.zeros_like(log)]) for log in self.s[FL_C : RK_V + 1]]
+            self.s = (*self.s[:FL_C], *grown, *self.s[RK_V + 1 :])
         return self.status
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gaplanner import build_problem, find_violation, first_fit, load_problem, problem_from_arrays
 from gaplanner.errors import InputError
 from gaplanner.exact import ExactSettings, exact_search
-from gaplanner.exact_dfs import INFEASIBLE, Probe
+from gaplanner.exact_dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW, Probe, RestartingProbe
 from gaplanner.exact_parts import components, make_part
 from gaplanner.solve import solve
 from tests.oracles import brute_force_peaks
@@ -70,6 +70,39 @@ def test_no_plan_below_the_optimum_is_found(problem) -> None:
         assert sub_best <= best
         for heuristic in ("WAT", "TAW", "TWA"):
             assert Probe(part, sub_best - 1, heuristic).run(10**7) == INFEASIBLE
+
+
+@st.composite
+def splitting_problems(draw: st.DrawFn):
+    """Seven blocks of two sizes on a short time axis: many interchangeable blocks, and placements
+    that leave the rest in pieces (each searched on its own, its blocks ordered afresh)."""
+    n = 7
+    lower = np.array(draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)))
+    length = np.array(draw(st.lists(st.integers(1, 4), min_size=n, max_size=n)))
+    sizes = np.array(draw(st.lists(st.sampled_from([2, 3]), min_size=n, max_size=n)))
+    return problem_from_arrays(sizes, lower, lower + length)
+
+
+@SETTINGS
+@given(splitting_problems())
+def test_probes_decide_the_optimum_through_splits_and_twins(problem) -> None:
+    """At the optimum every heuristic's probe (and a restarting one) finds a plan; one below, none does."""
+    parts = components(problem)
+    if len(parts) > 1:
+        return  # parts at the top are the exact search's, tested above
+    best, _ = brute_force_peaks(problem)
+    part = make_part(problem, parts[0])
+    for heuristic in ("WAT", "TAW", "TWA"):
+        found = Probe(part, best, heuristic)
+        assert found.run(10**7) == FOUND
+        assert find_violation(problem, found.offsets, best) is None
+        exhausted = Probe(part, best - 1, heuristic)
+        assert exhausted.run(10**7) == INFEASIBLE
+        assert (exhausted.s[RANK_NOW] == exhausted.p[RANK]).all()  # every split's ranks were undone
+    restarting = RestartingProbe(part, best - 1, seed=3, unit=5)
+    while restarting.run(10**7) == PAUSED:
+        pass
+    assert restarting.status == INFEASIBLE
 
 
 def _brute_force_with_pins(problem) -> int:
