@@ -22,10 +22,11 @@ decides one question at a time: *is there a plan whose peak is at most T?*
   separately, and a probe splits its blocks again whenever a placement leaves
   them in pieces that no longer conflict (:mod:`gaplanner.exact_dfs`).
 * **Targets.** Probes run at the lower bound, halfway up to the best plan
-  known (the incumbent: the better of first-fit and greedy-size, or one given)
-  and an eighth of the way down from it, taking turns in short slices (the
-  lower bound's twice as often); beside one full probe per tie-break order,
-  restarting probes try shuffled orders (search times are heavy-tailed). A
+  known (the incumbent: the better of first-fit and greedy-size, or one given),
+  an eighth of the way down from it and just below it, taking turns in short
+  slices (the lower bound's twice as often); beside one full probe per
+  tie-break order, restarting probes try shuffled orders (search times are
+  heavy-tailed). A
   probe that proves T infeasible raises the lower bound past T; one that
   succeeds lowers the incumbent. The search stops at the time limit or when
   the two meet.
@@ -127,11 +128,16 @@ def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
 
 def _targets(lo: int, peak: int) -> dict[int, tuple[str | int, ...]]:
     """Targets and their probes: every kind at the lower bound itself; restarting ones halfway up to the
-    best peak known and an eighth of the way down from it (each when it lies strictly between them)."""
+    best peak known and an eighth of the way down from it; one per tie-break order just below that peak
+    (any better plan: the one a probe finds often lies far below its target)."""
     targets: dict[int, tuple[str | int, ...]] = {lo: (*HEURISTICS, *RESTART_SEEDS)}
-    for target in (lo + (peak - lo) // 2, peak - (peak - lo) // 8):
+    for target, kinds in (
+        (lo + (peak - lo) // 2, RESTART_SEEDS),
+        (peak - (peak - lo) // 8, RESTART_SEEDS),
+        (peak - 1, HEURISTICS),
+    ):
         if lo < target < peak:
-            targets.setdefault(target, RESTART_SEEDS)
+            targets.setdefault(target, kinds)
     return targets
 
 
