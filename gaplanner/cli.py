@@ -208,8 +208,15 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
         "--exact-share",
         type=float,
         default=defaults.exact_share,
-        help="fraction of the time limit for exact probes after the GA, from the GA's best plan "
-        "(default %(default)s: the GA alone)",
+        help="fraction of the time limit for exact probes before and after the GA (default: half where "
+        "the exact search takes the whole problem; see docs/exact.md)",
+    )
+    group.add_argument(
+        "--no-exact",
+        dest="exact_share",
+        action="store_const",
+        const=0.0,
+        help="the GA alone, as the patent describes it (no exact probes)",
     )
     group.add_argument("--quiet", "-q", action="store_true", help="no progress line on stderr")
 

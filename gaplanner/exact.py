@@ -114,7 +114,9 @@ MAX_SECTION_MEMBERS = 4_000_000
 MAX_GRAPH_BLOCKS = 4000
 
 
-def _searchable(problem: Problem, blocks: np.ndarray) -> bool:
+def searchable(problem: Problem, blocks: np.ndarray | None = None) -> bool:
+    """Whether the exact search takes these blocks (default: every block) rather than keeping their plan."""
+    blocks = np.arange(problem.n) if blocks is None else blocks
     if problem.interval_conflicts:
         return section_members(problem.lower[blocks], problem.upper[blocks]) <= MAX_SECTION_MEMBERS
     return len(blocks) <= MAX_GRAPH_BLOCKS
@@ -142,15 +144,22 @@ def _targets(lo: int, peak: int) -> dict[int, tuple[str | int, ...]]:
 
 
 def search_parts(
-    problem: Problem, incumbent: np.ndarray, deadline: float, started: float | None = None
+    problem: Problem,
+    incumbent: np.ndarray,
+    deadline: float,
+    started: float | None = None,
+    known_bound: int = 0,
 ) -> SearchResult:
-    """Improve the ``incumbent`` offsets part by part until ``deadline`` (a perf_counter time)."""
+    """Improve the ``incumbent`` offsets part by part until ``deadline`` (a perf_counter time).
+
+    ``known_bound``: a bound on every plan's peak proved before (by an earlier search).
+    """
     started = time.perf_counter() if started is None else started
     offsets = np.asarray(incumbent, np.int64).copy()
     states, kept = [], 0  # kept: the peak of the parts too large to search
     for blocks in components(problem):
         hi = int((offsets[blocks] + problem.sizes[blocks]).max())
-        if not _searchable(problem, blocks):
+        if not searchable(problem, blocks):
             kept = max(kept, hi)
             continue
         part = make_part(problem, blocks)
@@ -158,7 +167,7 @@ def search_parts(
             PartState(part, min(_round_up(part.bound, part.grain), hi), hi, offsets[blocks].copy(), {})
         )
     peak_known = max([kept, *(s.hi for s in states)])
-    lo = max([min(problem.lower_bound, peak_known), *(s.lo for s in states)])
+    lo = max([min(max(problem.lower_bound, known_bound), peak_known), *(s.lo for s in states)])
     events: list[dict[str, float | int]] = []
     slicer, nodes = Slicer(), 0
 
@@ -239,14 +248,18 @@ def warm_up() -> None:
 
 
 def exact_search(
-    problem: Problem, settings: ExactSettings | None = None, incumbent: np.ndarray | None = None
+    problem: Problem,
+    settings: ExactSettings | None = None,
+    incumbent: np.ndarray | None = None,
+    known_bound: int = 0,
 ) -> Plan:
     """The best plan the exact search finds within the time limit, with the lower bound it proved.
 
     The time limit counts from after the compiled code is loaded (:func:`warm_up`).
 
     ``incumbent``: offsets of a valid plan to start from (default: the better
-    of first-fit and greedy-size). The plan is ``optimal`` only when its peak
+    of first-fit and greedy-size); ``known_bound``: a bound an earlier exact
+    search proved for this problem (its plan's ``lower_bound``). The plan is ``optimal`` only when its peak
     meets a proved bound: the problem's own, or one the search raised
     (``bound_origin`` "exact search"). Its trace has a record each time the
     best peak or the bound changed (``evaluations``: placements tried so far).
@@ -259,7 +272,7 @@ def exact_search(
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
     if incumbent is None:
         incumbent = _incumbent(problem)
-    result = search_parts(problem, incumbent, started + settings.time_limit, started)
+    result = search_parts(problem, incumbent, started + settings.time_limit, started, known_bound)
     bound = problem.lower_bound
     if _bound_holds_for_every_plan(problem):
         bound = max(bound, result.lower_bound)

@@ -10,9 +10,11 @@ settings class (:class:`GASettings`, :class:`RandomSearchSettings`) or none
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
+
+import numpy as np
 
 from gaplanner.baselines import BASELINES
 from gaplanner.errors import InputError
@@ -96,8 +98,8 @@ def solve(
         return solve_memories(problem, algorithm, settings, should_stop=should_stop)  # type: ignore[arg-type]
     if algorithm == "ga":
 
-        def genetic(ga_settings: GASettings | None) -> Plan:
-            if workers != 1:
+        def genetic(ga_settings: GASettings | None, seed_offsets: Sequence[np.ndarray]) -> Plan:
+            if workers != 1:  # the islands on Ray start from the baselines' plans alone
                 from gaplanner.distributed import solve_islands  # Ray stays optional
 
                 return solve_islands(
@@ -108,7 +110,10 @@ def solve(
                     on_progress=on_progress,
                     should_stop=should_stop,
                 )
-            return run_ga(problem, ga_settings, on_progress=on_progress, should_stop=should_stop)
+            return run_ga(
+                problem, ga_settings, on_progress=on_progress, should_stop=should_stop,
+                seed_offsets=seed_offsets,
+            )  # fmt: skip
 
         return ga_then_exact(problem, settings, genetic)  # type: ignore[arg-type]
     if algorithm == "exact":

@@ -39,14 +39,19 @@ def heuristic_orders(problem: Problem, plans: list[Plan] | None = None) -> list[
     duration = problem.upper - problem.lower
     degree = problem.conflicts.degrees()
     plans = plans if plans is not None else list(baseline_plans(problem).values())
-    keys = [(plan.offsets, problem.lower) for plan in plans]  # every baseline's plan, by address
-    keys += [
+    orders = [address_order(problem, plan.offsets) for plan in plans]  # every baseline's plan
+    keys = [
         (-problem.sizes, problem.lower),  # size, largest first
         (-problem.sizes * duration, problem.lower),  # area
         (-duration, -problem.sizes),  # longest lived first
         (-degree, -problem.sizes),  # most conflicting first
     ]
-    return [np.lexsort((index, *reversed(k))) for k in keys]
+    return [*orders, *(np.lexsort((index, *reversed(k))) for k in keys)]
+
+
+def address_order(problem: Problem, offsets: np.ndarray) -> np.ndarray:
+    """The blocks of a plan by address (ties by start time): first-fit decodes it no higher than the plan."""
+    return np.lexsort((np.arange(problem.n), problem.lower, offsets))
 
 
 def _initial_population(

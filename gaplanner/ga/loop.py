@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from gaplanner.ga.budget import (
     fit_population_to_budget,
     seconds_left,
 )
-from gaplanner.ga.island import Island, heuristic_orders, make_islands, migrate
+from gaplanner.ga.island import Island, address_order, heuristic_orders, make_islands, migrate
 from gaplanner.ga.settings import GASettings
 from gaplanner.ga.termination import StopCheck, Termination
 from gaplanner.kernels import warm_up
@@ -32,10 +32,12 @@ def run_ga(
     *,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
+    seed_offsets: Sequence[np.ndarray] = (),
 ) -> Plan:
     """Search allocation orders; return the best verified plan with its convergence trace.
 
     The time limit counts from after :func:`~gaplanner.kernels.warm_up`: it is the search's budget.
+    ``seed_offsets``: plans (offsets per block) the population starts from, beside the baselines'.
     """
     warm_up()
     started = time.perf_counter()
@@ -46,7 +48,8 @@ def run_ga(
         return _best_baseline(problem, list(plans.values()), settings, started)
     termination = Termination(settings, problem.lower_bound, should_stop, started)
     building = time.perf_counter()
-    islands = make_islands(problem, settings, heuristic_orders(problem, list(plans.values())))
+    seeds = [address_order(problem, offsets) for offsets in seed_offsets]
+    islands = make_islands(problem, settings, [*seeds, *heuristic_orders(problem, list(plans.values()))])
     pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
     trace: list[GenerationRecord] = []
     while True:

@@ -31,9 +31,9 @@ class GASettings:
     use_excess: bool = True
     local_search: int = 2  # hole moves from the best individuals each generation
     deduplicate: bool = True
-    exact_share: float = (
-        0.0  # of the time limit, for exact probes after the GA (gaplanner.hybrid); 0: GA alone
-    )
+    # Of the time limit, for exact probes before and after the GA (gaplanner.hybrid); 0: the GA alone;
+    # None: gaplanner.hybrid.AUTO_EXACT_SHARE where the exact search takes the whole problem, else 0.
+    exact_share: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse settings no search can run with; the error names the field."""
@@ -51,7 +51,7 @@ class GASettings:
         for name in ("crossover_rate", "hole_move_rate", "peak_move_rate"):
             if not 0 <= getattr(self, name) <= 1:
                 raise InputError(f"must lie in [0, 1], got {getattr(self, name)}", name)
-        if not 0 <= self.exact_share < 1:
+        if self.exact_share is not None and not 0 <= self.exact_share < 1:
             raise InputError(f"must lie in [0, 1), got {self.exact_share}", "exact_share")
         if self.exact_share and self.time_limit is None:
             raise InputError("exact probes share the time limit: give time_limit", "exact_share")
