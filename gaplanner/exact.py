@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,6 +95,7 @@ class SearchResult:
     closed: bool  # the peak meets the proved bound
     nodes: int
     events: tuple[dict[str, float | int], ...]
+    stopped: bool = False  # by the caller's request
 
 
 class Slicer:
@@ -111,6 +113,8 @@ class Slicer:
 #: Parts beyond these sizes keep the incumbent's placement: their cliques would outgrow memory and
 #: building them the time limit (pairs of block and time section; blocks of a conflict graph).
 MAX_SECTION_MEMBERS = 4_000_000
+#: How often, at most, the exact search asks the caller whether to stop.
+STOP_CHECK_SECONDS = 0.1
 MAX_GRAPH_BLOCKS = 4000
 
 
@@ -149,10 +153,14 @@ def search_parts(
     deadline: float,
     started: float | None = None,
     known_bound: int = 0,
+    on_event: Callable[[dict[str, float | int]], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SearchResult:
     """Improve the ``incumbent`` offsets part by part until ``deadline`` (a perf_counter time).
 
     ``known_bound``: a bound on every plan's peak proved before (by an earlier search).
+    ``on_event``: called with each event (the best peak or the bound changed);
+    ``should_stop``: asked every :data:`STOP_CHECK_SECONDS`, True ends the search early.
     """
     started = time.perf_counter() if started is None else started
     offsets = np.asarray(incumbent, np.int64).copy()
@@ -177,9 +185,20 @@ def search_parts(
     def note() -> None:
         elapsed = round(time.perf_counter() - started, 6)
         events.append({"elapsed": elapsed, "peak": peak(), "lower_bound": lo, "nodes": nodes})
+        if on_event is not None:
+            on_event(events[-1])
+
+    asked = [time.perf_counter()]
+
+    def stop_requested() -> bool:
+        if should_stop is None or time.perf_counter() - asked[0] < STOP_CHECK_SECONDS:
+            return False
+        asked[0] = time.perf_counter()
+        return should_stop()
 
     note()
-    while peak() > max(lo, kept) and time.perf_counter() < deadline:
+    stopped = False
+    while peak() > max(lo, kept) and time.perf_counter() < deadline and not stopped:
         targets = _targets(max(lo, kept), peak())
         active = []
         for s in states:
@@ -206,11 +225,12 @@ def search_parts(
                 lo = max(lo, s.lo)
                 note()
                 break
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= deadline or stop_requested():
+                stopped = time.perf_counter() < deadline
                 break
     for s in states:
         offsets[s.part.blocks] = s.offsets
-    return SearchResult(offsets, lo, peak() <= lo, nodes, tuple(events))
+    return SearchResult(offsets, lo, peak() <= lo, nodes, tuple(events), stopped)
 
 
 # --- the front door -----------------------------------------------------------------------------
@@ -252,6 +272,10 @@ def exact_search(
     settings: ExactSettings | None = None,
     incumbent: np.ndarray | None = None,
     known_bound: int = 0,
+    *,
+    seed: int = 0,
+    on_progress: Callable[[GenerationRecord], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Plan:
     """The best plan the exact search finds within the time limit, with the lower bound it proved.
 
@@ -259,10 +283,13 @@ def exact_search(
 
     ``incumbent``: offsets of a valid plan to start from (default: the better
     of first-fit and greedy-size); ``known_bound``: a bound an earlier exact
-    search proved for this problem (its plan's ``lower_bound``). The plan is ``optimal`` only when its peak
-    meets a proved bound: the problem's own, or one the search raised
-    (``bound_origin`` "exact search"). Its trace has a record each time the
-    best peak or the bound changed (``evaluations``: placements tried so far).
+    search proved for this problem (its plan's ``lower_bound``). The plan is
+    ``optimal`` only when its peak meets a proved bound: the problem's own, or
+    one the search raised (``bound_origin`` "exact search"). Its trace has a
+    record each time the best peak or the bound changed (``evaluations``:
+    placements tried so far), passed to ``on_progress`` as it comes;
+    ``should_stop``: as for the GA, True ends the search with its best plan.
+    ``seed``: reported in the plan (the search itself is deterministic).
     """
     from gaplanner.kernels import warm_up as warm_up_kernels
 
@@ -272,7 +299,16 @@ def exact_search(
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
     if incumbent is None:
         incumbent = _incumbent(problem)
-    result = search_parts(problem, incumbent, started + settings.time_limit, started, known_bound)
+    records: list[GenerationRecord] = []
+
+    def record(event: dict[str, float | int]) -> None:
+        peak, nodes, elapsed = int(event["peak"]), int(event["nodes"]), float(event["elapsed"])
+        records.append(GenerationRecord(len(records), peak, float(peak), nodes, elapsed))
+        if on_progress is not None:
+            on_progress(records[-1])
+
+    deadline = started + settings.time_limit
+    result = search_parts(problem, incumbent, deadline, started, known_bound, record, should_stop)
     bound = problem.lower_bound
     if _bound_holds_for_every_plan(problem):
         bound = max(bound, result.lower_bound)
@@ -282,13 +318,9 @@ def exact_search(
     elif result.closed:
         stop = "best for these blocks (other in-place choices could do better)"
     else:
-        stop = "time limit"
-    trace = [
-        GenerationRecord(k, int(e["peak"]), float(e["peak"]), int(e["nodes"]), float(e["elapsed"]))
-        for k, e in enumerate(result.events)
-    ]
+        stop = "stopped by request" if result.stopped else "time limit"
     return make_plan(
-        problem, result.offsets, "exact", started, stop_reason=stop, trace=trace,
-        search=SearchStats(generations=len(trace), evaluations=result.nodes, seed=0),
+        problem, result.offsets, "exact", started, stop_reason=stop, trace=records,
+        search=SearchStats(generations=len(records), evaluations=result.nodes, seed=seed),
         proved_bound=bound, bound_origin="exact search",
     )  # fmt: skip

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from gaplanner.exact import ExactSettings, exact_search, searchable
 from gaplanner.exact import warm_up as warm_up_exact
-from gaplanner.ga import GASettings
+from gaplanner.ga import GASettings, ProgressCallback, StopCheck
 from gaplanner.kernels import warm_up as warm_up_kernels
 from gaplanner.plan import GenerationRecord, Plan, make_plan
 from gaplanner.problem import Problem
@@ -37,8 +37,8 @@ AUTO_EXACT_SHARE = 0.5
 #: The shortest exact turn worth starting, in seconds.
 LEAST_EXACT_SECONDS = 0.05
 
-#: Runs the GA with these settings, its population seeded with these plans' offsets.
-GARunner = Callable[[GASettings | None, Sequence[np.ndarray]], Plan]
+#: Runs the GA with these settings, its population seeded with these plans' offsets, reporting progress.
+GARunner = Callable[[GASettings | None, Sequence[np.ndarray], ProgressCallback | None], Plan]
 
 
 def exact_share(problem: Problem, settings: GASettings | None) -> float:
@@ -50,37 +50,71 @@ def exact_share(problem: Problem, settings: GASettings | None) -> float:
     return AUTO_EXACT_SHARE if searchable(problem) else 0.0
 
 
-def _shifted(records: Sequence[GenerationRecord], after: Sequence[GenerationRecord], seconds: float):
-    """``records`` numbered on from ``after``, their times counted from ``seconds`` earlier."""
-    first = after[-1].generation + 1 if after else 0
-    return [replace(r, generation=r.generation + first, elapsed=r.elapsed + seconds) for r in records]
+def _shifted(record: GenerationRecord, first: int, seconds: float) -> GenerationRecord:
+    """``record`` numbered on from ``first``, its time counted from ``seconds`` earlier."""
+    return replace(record, generation=record.generation + first, elapsed=record.elapsed + seconds)
 
 
-def ga_then_exact(problem: Problem, settings: GASettings | None, run_ga: GARunner) -> Plan:
+@dataclass
+class _Turns:
+    """The records of the turns so far, numbered and timed as one search, passed on as they come."""
+
+    started: float
+    on_progress: ProgressCallback | None
+    trace: list[GenerationRecord] = field(default_factory=list)
+
+    def next_turn(self) -> ProgressCallback:
+        first, seconds = len(self.trace), time.perf_counter() - self.started
+
+        def report(record: GenerationRecord) -> None:
+            self.trace.append(_shifted(record, first, seconds))
+            if self.on_progress is not None:
+                self.on_progress(self.trace[-1])
+
+        return report
+
+
+def _finished(plan: Plan) -> bool:
+    """Nothing is left to search for: the plan is proved optimal, or the caller asked to stop."""
+    return plan.optimal or plan.stop_reason == "stopped by request"
+
+
+def ga_then_exact(
+    problem: Problem,
+    settings: GASettings | None,
+    run_ga: GARunner,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+) -> Plan:
     """``run_ga`` (the GA, in-process or on islands) between two turns of exact probes."""
     share = exact_share(problem, settings)
     if settings is None or share == 0:
-        return run_ga(settings, ())
+        return run_ga(settings, (), on_progress)
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
     limit = settings.time_limit or 0.0
-    first = exact_search(problem, ExactSettings(time_limit=limit * share / 2))
-    if first.optimal:
-        return replace(first, algorithm="ga")
-    ga_start = time.perf_counter() - started
-    ga_plan = run_ga(replace(settings, time_limit=limit * (1 - share)), (first.offsets,))
-    trace = [*first.trace, *_shifted(ga_plan.trace, first.trace, ga_start)]
-    best = min((first, ga_plan), key=lambda plan: plan.peak)
-    left = limit - (time.perf_counter() - started)
-    if ga_plan.optimal or left < LEAST_EXACT_SECONDS:
-        last = best
-    else:
-        last_start = time.perf_counter() - started
-        last = exact_search(problem, ExactSettings(time_limit=left), best.offsets, first.lower_bound)
-        trace += _shifted(last.trace, trace, last_start)
+    turns = _Turns(started, on_progress)
+
+    def exact(seconds: float, incumbent: np.ndarray | None = None, known_bound: int = 0) -> Plan:
+        return exact_search(
+            problem, ExactSettings(time_limit=seconds), incumbent, known_bound, seed=settings.seed,
+            on_progress=turns.next_turn(), should_stop=should_stop,
+        )  # fmt: skip
+
+    first = exact(limit * share / 2)
+    plans = [first]
+    if not _finished(first):
+        ga_settings = replace(settings, time_limit=limit * (1 - share))
+        plans.append(run_ga(ga_settings, (first.offsets,), turns.next_turn()))
+        left = limit - (time.perf_counter() - started)
+        if not _finished(plans[-1]) and left >= LEAST_EXACT_SECONDS:
+            best = min(plans, key=lambda plan: plan.peak)
+            plans.append(exact(left, best.offsets, first.lower_bound))
+    last = min(reversed(plans), key=lambda plan: plan.peak)
+    ga_plan = plans[1] if len(plans) > 1 else None
     return make_plan(
-        problem, last.offsets, "ga", started, stop_reason=last.stop_reason, trace=trace,
-        search=ga_plan.search, ray=ga_plan.ray, proved_bound=max(first.lower_bound, last.lower_bound),
-        bound_origin="exact search",
+        problem, last.offsets, "ga", started, stop_reason=plans[-1].stop_reason, trace=turns.trace,
+        search=ga_plan.search if ga_plan else first.search, ray=ga_plan.ray if ga_plan else None,
+        proved_bound=max(plan.lower_bound for plan in plans), bound_origin="exact search",
     )  # fmt: skip

@@ -98,26 +98,24 @@ def solve(
         return solve_memories(problem, algorithm, settings, should_stop=should_stop)  # type: ignore[arg-type]
     if algorithm == "ga":
 
-        def genetic(ga_settings: GASettings | None, seed_offsets: Sequence[np.ndarray]) -> Plan:
+        def genetic(
+            ga_settings: GASettings | None, seeds: Sequence[np.ndarray], report: ProgressCallback | None
+        ) -> Plan:
             if workers != 1:  # the islands on Ray start from the baselines' plans alone
                 from gaplanner.distributed import solve_islands  # Ray stays optional
 
                 return solve_islands(
-                    problem,
-                    ga_settings,
-                    workers=workers,
-                    ray_address=ray_address,
-                    on_progress=on_progress,
+                    problem, ga_settings, workers=workers, ray_address=ray_address, on_progress=report,
                     should_stop=should_stop,
-                )
+                )  # fmt: skip
             return run_ga(
-                problem, ga_settings, on_progress=on_progress, should_stop=should_stop,
-                seed_offsets=seed_offsets,
-            )  # fmt: skip
+                problem, ga_settings, on_progress=report, should_stop=should_stop, seed_offsets=seeds
+            )
 
-        return ga_then_exact(problem, settings, genetic)  # type: ignore[arg-type]
+        return ga_then_exact(problem, settings, genetic, on_progress, should_stop)  # type: ignore[arg-type]
     if algorithm == "exact":
-        return exact_search(problem, settings)  # type: ignore[arg-type]
+        hooks = {"on_progress": on_progress, "should_stop": should_stop}
+        return exact_search(problem, settings, **hooks)  # type: ignore[arg-type]
     if algorithm == "random-search":
         return random_search(problem, settings)  # type: ignore[arg-type]
     return BASELINES[algorithm](problem)

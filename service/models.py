@@ -59,6 +59,10 @@ class SearchOptions(_Body):
         _GA.stall_generations, ge=1, description="Stop after this many generations without improvement."
     )
     islands: int = Field(_GA.islands, ge=1, description="Populations evolved side by side.")
+    exact_share: float | None = Field(
+        None, ge=0, lt=1, description="Share of the time limit for exact probes beside the GA "
+        "(default: half where the exact search takes the whole problem; 0: the GA alone).",
+    )  # fmt: skip
     workers: int | None = Field(
         None, ge=1, description="Processes for the islands, where the planner supports it (1: in-process)."
     )

@@ -76,7 +76,7 @@ def check_plan(graph: Any, plan: dict[str, Any]) -> None:
     """Verify a served plan against its input with the library's verifier (raises PlanError)."""
     problem = load_problem(graph)
     assert [b["id"] for b in plan["blocks"]] == list(problem.ids)
-    assert plan["lower_bound"] == problem.lower_bound
+    assert problem.lower_bound <= plan["lower_bound"] <= plan["peak"]  # above the problem's own: proved
     verify(problem, plan_offsets(problem, plan), plan["peak"])
     assert max(b["offset"] + b["size"] for b in plan["blocks"]) == plan["peak"]
 

@@ -186,6 +186,17 @@ def test_time_limit_is_honoured_and_nothing_unproved_is_claimed(benchmarks) -> N
     assert not plan.optimal  # the best known plan of D lies above its bound
 
 
+def test_a_stop_request_ends_the_search_and_progress_is_the_trace(benchmarks) -> None:
+    problem = load_problem(benchmarks / "minimalloc" / "D.1048576.csv")  # open: the search would go on
+    seen = []
+    plan = exact_search(
+        problem, ExactSettings(time_limit=60.0), on_progress=seen.append, should_stop=lambda: len(seen) >= 2
+    )
+    assert plan.stop_reason == "stopped by request" and plan.elapsed < 10
+    assert seen == list(plan.trace) and len(seen) >= 2
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+
+
 @pytest.mark.parametrize("limit", [0, -1, float("nan"), float("inf"), "10", True])
 def test_settings_refuse_bad_time_limits(limit) -> None:
     with pytest.raises(InputError) as caught:

@@ -172,6 +172,7 @@ def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_p
             "1",
             "--time-limit",
             "300",
+            "--no-exact",
             "-q",
         ]
     )
@@ -182,6 +183,7 @@ def test_solve_and_the_cli_use_a_running_ray(started_ray, problem, capsys, tmp_p
 def test_the_cli_joins_a_cluster_by_address_and_leaves_it_running(started_ray) -> None:
     address = ray.get_runtime_context().gcs_address  # this module's Ray, standing in for a cluster
     command = ["plan", "zoo:densenet121@2", "--workers", "2", "--generations", "3", "--time-limit", "300"]
+    command.append("--no-exact")  # the GA on Ray, not exact probes
     env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # the "cluster" is on loopback
     done = subprocess.run(
         [sys.executable, "-m", "gaplanner.cli", *command, "--ray-address", address, "-q"],

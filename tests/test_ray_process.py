@@ -84,6 +84,7 @@ def test_the_command_survives_a_killed_worker_and_leaves_nothing_running(ray_tmp
     path.write_text("id,lower,upper,size\n" + "".join(lines))
     env = {**os.environ, "RAY_TMPDIR": ray_tmpdir, "GAPLANNER_RAY_MIN_SECONDS": "0"}  # Ray for any search
     command = ["plan", str(path), "--workers", "2", "--generations", "500", "--time-limit", "600", "-q"]
+    command.append("--no-exact")  # the GA on Ray, not exact probes
     process = subprocess.Popen(
         [sys.executable, "-m", "gaplanner.cli", *command],
         stdout=subprocess.PIPE,
@@ -106,6 +107,7 @@ def test_the_command_survives_a_killed_worker_and_leaves_nothing_running(ray_tmp
 def test_sigterm_during_a_search_shuts_ray_down(ray_tmpdir) -> None:
     env = {**os.environ, "RAY_TMPDIR": ray_tmpdir, "GAPLANNER_RAY_MIN_SECONDS": "0"}
     command = [sys.executable, "-m", "gaplanner.cli", "plan", "zoo:densenet121@2", "--workers", "2"]
+    command.append("--no-exact")  # the GA on Ray, not exact probes
     process = subprocess.Popen(
         [*command, "--time-limit", "120", "--stall-generations", "100000"],
         stdout=subprocess.DEVNULL,
