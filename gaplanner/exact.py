@@ -102,7 +102,8 @@ class Slicer:
     """Placements per probe slice, tuned so a slice takes about ``seconds``."""
 
     def __init__(self, seconds: float = 0.01) -> None:
-        self.seconds, self.budget = seconds, 1000
+        # Start small: on dense conflict graphs one placement can take milliseconds.
+        self.seconds, self.budget = seconds, 50
 
     def measured(self, nodes: int, seconds: float) -> None:
         if nodes >= self.budget // 2 and seconds > 0:
