@@ -14,20 +14,20 @@ sources = pytest.importorskip("omnimalloc.benchmark.sources", reason="omnimalloc
 TINY = {"capacity": 12, "makespan": 12, "size_min": 1, "duration_min": 1}
 
 
-@pytest.mark.parametrize(
-    "source",
-    [
-        lambda seed: sources.TilingSource(num_allocations=6, seed=seed, **TINY),
-        lambda seed: sources.PinwheelSource(num_allocations=5, seed=seed, **TINY),
-        lambda seed: sources.ConcurrentTilingSource(num_allocations=6, num_threads=2, num_syncs=3, seed=seed,
-                                                    **TINY),  # fmt: skip
-    ],
-    ids=["tiling", "pinwheel", "concurrent"],
-)
+#: Tiny instances of each generator: its class and block count, and further options.
+GENERATORS = {
+    "tiling": ("TilingSource", 6, {}),
+    "pinwheel": ("PinwheelSource", 5, {}),
+    "concurrent": ("ConcurrentTilingSource", 6, {"num_threads": 2, "num_syncs": 3}),
+}
+
+
+@pytest.mark.parametrize("kind", GENERATORS)
 @pytest.mark.parametrize("seed", [1, 2])
-def test_a_converted_instance_has_the_generators_optimum(source, seed: int) -> None:
+def test_a_converted_instance_has_the_generators_optimum(kind: str, seed: int) -> None:
     """Brute force over every order finds the optimum the generator built, and its packing is valid."""
-    generator = source(seed)
+    source, blocks, options = GENERATORS[kind]
+    generator = getattr(sources, source)(num_allocations=blocks, seed=seed, **TINY, **options)
     problem = generated_problem(generator.get_allocations(), "tiny")
     packing = np.array([a.offset for a in generator.get_ground_truth_pool().allocations])
     optimum = generator.get_known_optimum()
