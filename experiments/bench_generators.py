@@ -21,7 +21,7 @@ omnimalloc's greedy portfolio (``OmniAllocator``, once, no time limit; it
 takes vector clocks). Every plan is verified. The table goes to
 ``docs/results/generators.md``.
 
-    python experiments/bench_generators.py [--time-limit 5] [--seeds 3] [--families tiling,pinwheel]
+    python -m experiments.bench_generators [--time-limit 5] [--seeds 3] [--families tiling,pinwheel]
 """
 
 from __future__ import annotations
@@ -240,11 +240,11 @@ def write_report(args, groups, labels: list[str]) -> Any:
 
 
 def command_line(args) -> str:
-    parts = ["nice -n 10 python experiments/bench_generators.py", f"--time-limit {args.time_limit:g}",
+    parts = ["nice -n 10 python -m experiments.bench_generators", f"--time-limit {args.time_limit:g}",
              f"--seeds {args.seeds}"]  # fmt: skip
     parts += [f"--families {args.families}"] if args.families else []
     parts += [f"--sizes {args.sizes}"] if args.sizes else []
-    return "PYTHONPATH=$PWD " + " ".join(parts)
+    return " ".join(parts)
 
 
 def notes(args, detail: list[list[object]], labels: list[str]) -> str:

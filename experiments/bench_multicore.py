@@ -10,7 +10,7 @@ the reference is the lower bound: the problem's clique bound, or a higher one
 the exact search proved by showing that no plan fits below it. Every plan is
 verified. The table goes to ``docs/results/multicore.md``.
 
-    python experiments/bench_multicore.py [--time-limit 5] [--cores 2,4] [--networks resnet50,densenet121]
+    python -m experiments.bench_multicore [--time-limit 5] [--cores 2,4] [--networks resnet50,densenet121]
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def write_report(args, results: list[Result], labels: list[str]) -> Path:
     proved = [sum(r.runs[label].optimal for r in results) for label in labels]
     rows.append(["proved optimal", "", "", "", "", *(f"{count} of {len(results)}" for count in proved)])
     command = (
-        f"PYTHONPATH=$PWD nice -n 10 python experiments/bench_multicore.py --time-limit {args.time_limit:g} "
+        f"nice -n 10 python -m experiments.bench_multicore --time-limit {args.time_limit:g} "
         f"--cores {args.cores}" + (f" --networks {args.networks}" if args.networks else "")
     )
     return write_results(
