@@ -16,27 +16,31 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 import os
 import platform
 import re
 import statistics
 import sys
-import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-import numpy as np
-
 from experiments.common import benchmarks_root, markdown_table
+from experiments.comparators import omnimalloc_allocators
 from experiments.report import write_results
-from gaplanner import find_violation, load_problem
+from experiments.side_by_side import SolverRun, geometric_mean, run_placer, run_solver
+from gaplanner import Problem, load_problem
 from gaplanner.exact import ExactSettings
 from gaplanner.exact import warm_up as warm_up_exact
 from gaplanner.ga import GASettings
 from gaplanner.kernels import warm_up as warm_up_kernels
-from gaplanner.solve import solve
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "exact.md"
+#: Our label for each of omnimalloc's allocators run here (experiments.comparators' names).
+OMNIMALLOC = {
+    "omnimalloc B&B, default threads (2)": "omnimalloc B&B",
+    "omnimalloc B&B, 6 threads": "omnimalloc B&B, 6 threads",
+}
 
 
 HEADLINE_NOTES = """Geometric mean over A–K of peak / best known peak (MiniMalloc's exact
@@ -60,60 +64,22 @@ def best_known(readme: Path) -> dict[str, int]:
     return best
 
 
-def omnimalloc_runner(threads: int | None):
-    """Offsets per block from omnimalloc's branch and bound, or None without the ``compare`` extra."""
-    try:
-        from omnimalloc import allocate
-        from omnimalloc._cpp import Allocation
-        from omnimalloc.allocators import SupermallocAllocator
-    except ImportError:
-        return None
-
-    def run(problem, time_limit: float) -> np.ndarray:
-        lifetimes = zip(problem.sizes.tolist(), problem.lower.tolist(), problem.upper.tolist(), strict=True)
-        allocations = [Allocation(b, size, lo, hi) for b, (size, lo, hi) in enumerate(lifetimes)]
-        placed = allocate(
-            allocations, allocator=SupermallocAllocator(timeout=time_limit, num_threads=threads)
-        )
-        offsets = np.empty(problem.n, np.int64)
-        for allocation in placed:
-            offsets[allocation.id] = allocation.offset
-        return offsets
-
-    return run
+def ours(
+    algorithm: str, time_limit: float, exact_share: float | None = None
+) -> Callable[[Problem], SolverRun]:
+    """Our solver on a problem: the exact search, or the GA (seed 1) with or without exact probes."""
+    if algorithm == "exact":
+        settings: ExactSettings | GASettings = ExactSettings(time_limit=time_limit)
+    else:
+        settings = GASettings(time_limit=time_limit, seed=1, exact_share=exact_share)
+    return partial(run_solver, algorithm=algorithm, settings=settings)
 
 
-def ours(algorithm: str, exact_share: float | None = None):
-    """Our solver as a runner: the plan's peak, whether it is proved optimal, when it was found."""
-
-    def run(problem, time_limit: float) -> dict:
-        if algorithm == "exact":
-            settings = ExactSettings(time_limit=time_limit)
-        else:
-            settings = GASettings(time_limit=time_limit, seed=1, exact_share=exact_share)
-        plan = solve(problem, algorithm, settings)
-        found = next(record.elapsed for record in plan.trace if record.best_peak == plan.peak)
-        return {"peak": plan.peak, "optimal": plan.optimal, "seconds": plan.elapsed, "found": found}
-
-    return run
-
-
-def run_other(runner, problem, time_limit: float) -> dict:
-    started = time.perf_counter()
-    offsets = runner(problem, time_limit)
-    seconds = time.perf_counter() - started
-    peak = int((offsets + problem.sizes).max())
-    if find_violation(problem, offsets, peak) is not None:
-        raise SystemExit(f"omnimalloc returned an invalid plan for {problem.name}")
-    return {"peak": peak, "optimal": peak <= problem.lower_bound, "seconds": seconds, "found": seconds}
-
-
-def summary(name: str, rows: list[dict], best: dict[str, int]) -> list[object]:
-    ratios = [r["peak"] / best[r["instance"]] for r in rows]
-    geomean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-    optimal = [r for r in rows if r["optimal"]]
-    median = statistics.median(r["found"] for r in optimal) if optimal else float("nan")
-    return [name, f"{geomean:.4f}", f"{len(optimal)} of {len(rows)}", f"{median:.2f}"]
+def summary(name: str, names: list[str], runs: list[SolverRun], best: dict[str, int]) -> list[object]:
+    geomean = geometric_mean(run.peak / best[instance] for instance, run in zip(names, runs, strict=True))
+    optimal = [run for run in runs if run.optimal]
+    median = statistics.median(run.found for run in optimal) if optimal else float("nan")
+    return [name, f"{geomean:.4f}", f"{len(optimal)} of {len(runs)}", f"{median:.2f}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,35 +96,31 @@ def main(argv: list[str] | None = None) -> int:
     best = best_known(root / "minimalloc" / "README.md")
     names = args.only.split(",") if args.only else sorted(n for n in best if len(n) == 1)
     solvers = {
-        "gaplanner exact": ours("exact"),
-        "gaplanner ga (default: GA + exact probes)": ours("ga"),
-        "gaplanner GA alone (seed 1)": ours("ga", exact_share=0),
+        "gaplanner exact": ours("exact", args.time_limit),
+        "gaplanner ga (default: GA + exact probes)": ours("ga", args.time_limit),
+        "gaplanner GA alone (seed 1)": ours("ga", args.time_limit, exact_share=0),
     }
-    for label, threads in (("omnimalloc B&B, default threads (2)", None), ("omnimalloc B&B, 6 threads", 6)):
-        runner = omnimalloc_runner(threads)
-        if runner is not None:
-            solvers[label] = runner
+    others = omnimalloc_allocators(args.time_limit)
+    for label, name in OMNIMALLOC.items():
+        if name in others:
+            solvers[label] = partial(run_placer, others[name], label=label)
     warm_up_exact()
     warm_up_kernels()
-    results: dict[str, list[dict]] = {label: [] for label in solvers}
+    results: dict[str, list[SolverRun]] = {label: [] for label in solvers}
     for name in names:
         problem = load_problem(root / "minimalloc" / f"{name}.1048576.csv")
-        for label, runner in solvers.items():
-            if label.startswith("gaplanner"):
-                row = runner(problem, args.time_limit)
-            else:
-                row = run_other(runner, problem, args.time_limit)
-            row["instance"] = name
-            results[label].append(row)
-            mark = " optimal" if row["optimal"] else ""
-            print(f"{name} {label:<34} peak {row['peak']:>9} ({row['peak'] / best[name]:.4f}) "
-                  f"{row['seconds']:6.2f} s{mark}", flush=True)  # fmt: skip
+        for label, solver in solvers.items():
+            run = solver(problem)
+            results[label].append(run)
+            mark = " optimal" if run.optimal else ""
+            print(f"{name} {label:<34} peak {run.peak:>9} ({run.peak / best[name]:.4f}) "
+                  f"{run.seconds:6.2f} s{mark}", flush=True)  # fmt: skip
     write_report(Path(args.output), args, names, best, results)
     return 0
 
 
 def write_report(
-    path: Path, args, names: list[str], best: dict[str, int], results: dict[str, list[dict]]
+    path: Path, args, names: list[str], best: dict[str, int], results: dict[str, list[SolverRun]]
 ) -> None:
     labels = list(results)
     header = ["instance", "best known", *(f"{label}: peak / best (s)" for label in labels)]
@@ -166,11 +128,11 @@ def write_report(
     for k, name in enumerate(names):
         cells = [name, f"{best[name]:,}"]
         for label in labels:
-            r = results[label][k]
-            star = " ✓" if r["optimal"] else ""
-            cells.append(f"{r['peak'] / best[name]:.4f}{star} ({r['found']:.2f})")
+            run = results[label][k]
+            star = " ✓" if run.optimal else ""
+            cells.append(f"{run.peak / best[name]:.4f}{star} ({run.found:.2f})")
         rows.append(cells)
-    totals = [summary(label, results[label], best) for label in labels]
+    totals = [summary(label, names, results[label], best) for label in labels]
     command = "python -m experiments.bench_exact" + (
         f" --time-limit {args.time_limit:g}" if args.time_limit != 10 else ""
     )
