@@ -24,6 +24,7 @@ Without omnimalloc (``pip install -e '.[compare]'``) it says so and exits.
 from __future__ import annotations
 
 import argparse
+import ast
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -36,7 +37,7 @@ import numpy as np
 import gaplanner
 from experiments.common import markdown_table, timed
 from experiments.report import write_results
-from gaplanner import GASettings, Problem
+from gaplanner import GASettings, InputError, Problem
 from gaplanner.problem import problem_from_clocks
 
 try:
@@ -57,6 +58,7 @@ GA = "gaplanner GA"
 TABU, ANNEALING = "omnimalloc tabu", "omnimalloc SA"
 SEARCHES = (GA, TABU, ANNEALING)
 ANCHORS = ("omnimalloc omni", "omnimalloc best-fit")
+SOLVERS = (*SEARCHES, *ANCHORS)
 
 
 def problem_from_allocations(allocations: Sequence, name: str = "streams") -> Problem:
@@ -124,13 +126,12 @@ def checked_peak(problem: Problem, offsets: np.ndarray, solver: str) -> int:
     return int((offsets + problem.sizes).max())
 
 
-def run_instance(allocations: Sequence, problem: Problem, time_limit: float, ga_seed: int) -> Outcome:
-    """Every solver on one instance, one after the other in this process."""
+def run_instance(allocations: Sequence, problem: Problem, settings: GASettings) -> Outcome:
+    """Every solver on one instance, one after the other in this process, at the GA's time limit."""
     outcome = Outcome(problem.lower_bound, max_clique(problem))
-    settings = GASettings(time_limit=time_limit, stall_generations=None, seed=ga_seed)
     plan, outcome.seconds[GA] = timed(lambda: gaplanner.solve(problem, "ga", settings))
     outcome.peaks[GA] = checked_peak(problem, plan.offsets, GA)
-    for name, make in omnimalloc_solvers(time_limit).items():
+    for name, make in omnimalloc_solvers(settings.time_limit).items():
         placed, outcome.seconds[name] = timed(lambda make=make: make().allocate(tuple(allocations)))
         outcome.peaks[name] = checked_peak(problem, offsets_by_id(problem, placed), name)
     return outcome
@@ -179,9 +180,9 @@ heaviest clique it finds among the buffers live at an instant of the clocks' sum
 ratio is the bound's slack, not the plan's.
 
 Solvers, {time_limit:g} s wall-clock each per instance, one after the other in one process:
-- gaplanner GA: `gaplanner.solve(problem, "ga", GASettings(time_limit={time_limit:g},
-  stall_generations=None, seed={ga_seed}))` (other settings at their defaults; the search
-  also stops at the bound), its decoder on {ga_threads} thread(s) (`numba.set_num_threads`).
+- gaplanner GA: `gaplanner.solve(problem, "ga", GASettings({ga_settings}))` (other
+  settings at their defaults; the search also stops at the bound), its decoder on
+  {ga_threads} thread(s) (`numba.set_num_threads`).
 - omnimalloc tabu: `TabuSearchAllocator(max_iterations=2**31-1, timeout={time_limit:g})`
   (neighbourhood 20, tenure 15, seed 42: its defaults); omnimalloc SA:
   `SimulatedAnnealingAllocator(max_iterations=2**31-1, timeout={time_limit:g})` (initial
@@ -199,6 +200,17 @@ Over every instance:
 """
 
 
+def ga_option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` as a GA setting; the value is a Python literal (``0.5``, ``None``, ``False``)."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise SystemExit(f"--ga-option {text!r}: expected KEY=VALUE")
+    try:
+        return key.strip(), ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        raise SystemExit(f"--ga-option {text!r}: the value must be a number, True, False or None") from None
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -209,20 +221,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="generator seeds")
     parser.add_argument("--time-limit", type=float, default=1.0, help="seconds per instance and search")
     parser.add_argument("--ga-seed", type=int, default=0)
+    parser.add_argument(
+        "--ga-option", action="append", default=[], metavar="KEY=VALUE",
+        help="another GA setting (a GASettings field, e.g. hole_move_rate=0), repeatable",
+    )  # fmt: skip
     parser.add_argument("--ga-threads", type=int, default=1, help="decoder threads of the GA (numba)")
     parser.add_argument("--no-write", action="store_true", help="print the table, do not write docs/results")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if SyncPatternSource is None:
-        print("omnimalloc is not installed (pip install -e '.[compare]'): nothing to run", file=sys.stderr)
-        return 0
-    numba.set_num_threads(args.ga_threads)
-    gaplanner.warm_up()
-    patterns = args.patterns or [str(p) for p in SYNC_PATTERNS]
-    solvers = (*SEARCHES, *ANCHORS)
+def run_grid(
+    args: argparse.Namespace, patterns: Sequence[str], settings: GASettings
+) -> tuple[list[list[object]], list[Outcome]]:
+    """The table's rows (a pattern per row, totals per thread count and overall) and every outcome."""
     rows, everything = [], []
     for threads in args.threads:
         per_threads: list[Outcome] = []
@@ -232,24 +243,44 @@ def main(argv: list[str] | None = None) -> int:
                 for seed in args.seeds:
                     allocations = generate(pattern, threads, blocks, seed)
                     problem = problem_from_allocations(allocations, f"{pattern} t{threads} n{blocks} s{seed}")
-                    outcomes.append(run_instance(allocations, problem, args.time_limit, args.ga_seed))
-            rows.append(row([threads, pattern], outcomes, solvers))
+                    outcomes.append(run_instance(allocations, problem, settings))
+            rows.append(row([threads, pattern], outcomes, SOLVERS))
             print(" | ".join(str(cell) for cell in rows[-1]), file=sys.stderr, flush=True)
             per_threads += outcomes
-        rows.append(row([threads, "**all**"], per_threads, solvers))
+        rows.append(row([threads, "**all**"], per_threads, SOLVERS))
         everything += per_threads
-    rows.append(row(["all", "**all**"], everything, solvers))
+    rows.append(row(["all", "**all**"], everything, SOLVERS))
+    return rows, everything
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if SyncPatternSource is None:
+        print("omnimalloc is not installed (pip install -e '.[compare]'): nothing to run", file=sys.stderr)
+        return 0
+    ga_options = {"time_limit": args.time_limit, "stall_generations": None, "seed": args.ga_seed}
+    ga_options |= dict(ga_option(text) for text in args.ga_option)
+    try:
+        settings = GASettings(**ga_options)
+    except (InputError, TypeError) as error:
+        raise SystemExit(f"--ga-option: {error}") from None
+    numba.set_num_threads(args.ga_threads)
+    gaplanner.warm_up()
+    patterns = args.patterns or [str(p) for p in SYNC_PATTERNS]
+    rows, everything = run_grid(args, patterns, settings)
     header = [
-        "threads", "pattern", "instances", "clique / bound", *(f"{s} / bound" for s in solvers),
+        "threads", "pattern", "instances", "clique / bound", *(f"{s} / bound" for s in SOLVERS),
         "GA vs tabu W/T/L", "GA vs SA W/T/L",
     ]  # fmt: skip
     notes = NOTES.format(
         version=version("omnimalloc"), blocks=", ".join(map(str, args.blocks)),
         seeds=", ".join(map(str, args.seeds)), count=len(everything), time_limit=args.time_limit,
-        ga_seed=args.ga_seed, ga_threads=args.ga_threads, summary=summary_table(everything, solvers),
+        ga_settings=", ".join(f"{key}={value!r}" for key, value in ga_options.items()),
+        ga_threads=args.ga_threads, summary=summary_table(everything, SOLVERS),
     )  # fmt: skip
     title = (
-        f"Multi-stream programs ({' and '.join(map(str, args.threads))} threads, every sync pattern): "
+        f"Multi-stream programs ({' and '.join(map(str, args.threads))} threads, "
+        f"{'every sync pattern' if args.patterns is None else ', '.join(patterns)}): "
         f"the GA against omnimalloc's tabu search and simulated annealing, {args.time_limit:g} s each"
     )
     if args.no_write:
