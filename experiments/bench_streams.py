@@ -193,6 +193,9 @@ Solvers, {time_limit:g} s wall-clock each per instance, one after the other in o
 Every plan (omnimalloc's offsets matched back by buffer id) passed
 `gaplanner.find_violation` on our problem. W/T/L: instances where the GA's peak is below,
 equal to, above the other's. Ratios are geometric means over the instances of a row.
+The three searches stop on the clock, so on a busy machine a rerun gives other peaks:
+compare figures from one run, and read small differences within a row of a few
+instances as ties.
 
 Over every instance:
 

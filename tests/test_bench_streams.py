@@ -42,3 +42,17 @@ def test_offsets_are_matched_back_by_id_whatever_the_order() -> None:
     assert find_violation(problem, offsets) is None
     # the same offsets in the generator's order break the plan once shuffled: the matching matters
     assert find_violation(problem, np.array([a.offset for a in placed])) is not None
+
+
+def test_the_benchmark_writes_its_table(tmp_path, monkeypatch) -> None:
+    import numba
+
+    from experiments.bench_streams import main
+
+    monkeypatch.setenv("GAPLANNER_RESULTS", str(tmp_path / "results"))
+    argv = ["--threads", "3", "--blocks", "16", "--seeds", "0", "--patterns", "ring", "barrier"]
+    argv += ["--time-limit", "0.05", "--ga-threads", str(numba.get_num_threads())]
+    assert main(argv) == 0
+    text = (tmp_path / "results" / "streams.md").read_text()
+    assert "| 3 | ring | 1 |" in text and "| 3 | barrier | 1 |" in text and "| all | **all** | 2 |" in text
+    assert "python -m experiments.bench_streams --threads 3" in text
