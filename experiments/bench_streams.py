@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     title = (
         f"Multi-stream programs ({' and '.join(map(str, args.threads))} threads, "
         f"{'every sync pattern' if args.patterns is None else ', '.join(patterns)}): "
-        f"the GA against omnimalloc's tabu search and simulated annealing, {args.time_limit:g} s each"
+        f"the GA against omnimalloc's tabu search and simulated annealing, {args.time_limit:g} s each "
+        "(their iteration caps lifted)"
     )
     if args.no_write:
         print(markdown_table(header, rows) + "\n\n" + notes)
