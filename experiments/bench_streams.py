@@ -28,7 +28,7 @@ import ast
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 
 import numba
@@ -38,6 +38,7 @@ import gaplanner
 from experiments.common import markdown_table, timed
 from experiments.report import write_results
 from gaplanner import GASettings, InputError, Problem
+from gaplanner.exact import warm_up as warm_up_exact
 from gaplanner.problem import problem_from_clocks
 
 try:
@@ -54,11 +55,15 @@ except ImportError:  # the compare extra is not installed
 
 #: The iteration counters of omnimalloc's searches are C++ ints: the largest is "no cap".
 NO_ITERATION_CAP = 2**31 - 1
-GA = "gaplanner GA"
-TABU, ANNEALING = "omnimalloc tabu", "omnimalloc SA"
-SEARCHES = (GA, TABU, ANNEALING)
-ANCHORS = ("omnimalloc omni", "omnimalloc best-fit")
+GA = "ga"
+#: The GA without the exact probes the default ``ga`` runs before and after it (gaplanner.hybrid).
+GA_ALONE = "GA alone"
+TABU, ANNEALING = "tabu", "SA"
+SEARCHES = (GA, GA_ALONE, TABU, ANNEALING)
+ANCHORS = ("omni", "best-fit")
 SOLVERS = (*SEARCHES, *ANCHORS)
+#: The wins/ties/losses columns: (ours, theirs).
+CONTESTS = ((GA, TABU), (GA, ANNEALING), (GA_ALONE, TABU), (GA_ALONE, ANNEALING))
 
 
 def problem_from_allocations(allocations: Sequence, name: str = "streams") -> Problem:
@@ -129,8 +134,11 @@ def checked_peak(problem: Problem, offsets: np.ndarray, solver: str) -> int:
 def run_instance(allocations: Sequence, problem: Problem, settings: GASettings) -> Outcome:
     """Every solver on one instance, one after the other in this process, at the GA's time limit."""
     outcome = Outcome(problem.lower_bound, max_clique(problem))
-    plan, outcome.seconds[GA] = timed(lambda: gaplanner.solve(problem, "ga", settings))
-    outcome.peaks[GA] = checked_peak(problem, plan.offsets, GA)
+    for name, ga_settings in ((GA, settings), (GA_ALONE, replace(settings, exact_share=0.0))):
+        plan, outcome.seconds[name] = timed(
+            lambda ga_settings=ga_settings: gaplanner.solve(problem, "ga", ga_settings)
+        )
+        outcome.peaks[name] = checked_peak(problem, plan.offsets, name)
     for name, make in omnimalloc_solvers(settings.time_limit).items():
         placed, outcome.seconds[name] = timed(lambda make=make: make().allocate(tuple(allocations)))
         outcome.peaks[name] = checked_peak(problem, offsets_by_id(problem, placed), name)
@@ -141,10 +149,10 @@ def geometric_mean(values: Sequence[float]) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
 
-def wins(outcomes: Sequence[Outcome], rival: str) -> str:
-    """``wins/ties/losses`` of the GA's peak against ``rival``'s, instance by instance."""
-    better = sum(o.peaks[GA] < o.peaks[rival] for o in outcomes)
-    worse = sum(o.peaks[GA] > o.peaks[rival] for o in outcomes)
+def wins(outcomes: Sequence[Outcome], rival: str, ours: str = GA) -> str:
+    """``wins/ties/losses`` of ``ours``'s peak against ``rival``'s, instance by instance."""
+    better = sum(o.peaks[ours] < o.peaks[rival] for o in outcomes)
+    worse = sum(o.peaks[ours] > o.peaks[rival] for o in outcomes)
     return f"{better}/{len(outcomes) - better - worse}/{worse}"
 
 
@@ -152,7 +160,8 @@ def row(label: Sequence[object], outcomes: Sequence[Outcome], solvers: Sequence[
     ratios = [f"{geometric_mean([o.peaks[s] / o.bound for o in outcomes]):.4f}" for s in solvers]
     cliques = [o.clique / o.bound for o in outcomes if o.clique is not None]
     slack = f"{geometric_mean(cliques):.4f}" if len(cliques) == len(outcomes) else "-"
-    return [*label, len(outcomes), slack, *ratios, wins(outcomes, TABU), wins(outcomes, ANNEALING)]
+    contests = [wins(outcomes, rival, ours) for ours, rival in CONTESTS]
+    return [*label, len(outcomes), slack, *ratios, *contests]
 
 
 def summary_table(outcomes: Sequence[Outcome], solvers: Sequence[str]) -> str:
@@ -166,7 +175,7 @@ def summary_table(outcomes: Sequence[Outcome], solvers: Sequence[str]) -> str:
         ]
         for solver in solvers
     ]
-    return markdown_table(["solver", "peak / bound, geo-mean", "GA wins/ties/losses", "median s"], rows)
+    return markdown_table(["solver", "peak / bound, geo-mean", f"{GA} wins/ties/losses", "median s"], rows)
 
 
 NOTES = """\
@@ -180,20 +189,23 @@ heaviest clique it finds among the buffers live at an instant of the clocks' sum
 ratio is the bound's slack, not the plan's.
 
 Solvers, {time_limit:g} s wall-clock each per instance, one after the other in one process:
-- gaplanner GA: `gaplanner.solve(problem, "ga", GASettings({ga_settings}))` (other
+- gaplanner ga: `gaplanner.solve(problem, "ga", GASettings({ga_settings}))` (other
   settings at their defaults; the search also stops at the bound), its decoder on
-  {ga_threads} thread(s) (`numba.set_num_threads`).
-- omnimalloc tabu: `TabuSearchAllocator(max_iterations=2**31-1, timeout={time_limit:g})`
-  (neighbourhood 20, tenure 15, seed 42: its defaults); omnimalloc SA:
+  {ga_threads} thread(s) (`numba.set_num_threads`). By default (`exact_share=None`) that
+  is the GA between two turns of exact probes (`gaplanner.hybrid`: a quarter of the time
+  before the GA, half for the GA seeded with the probes' plan, the rest after it, on
+  problems the exact search takes whole); *GA alone* is the same with `exact_share=0`.
+- tabu (omnimalloc): `TabuSearchAllocator(max_iterations=2**31-1, timeout={time_limit:g})`
+  (neighbourhood 20, tenure 15, seed 42: its defaults); SA (omnimalloc):
   `SimulatedAnnealingAllocator(max_iterations=2**31-1, timeout={time_limit:g})` (initial
   temperature 3, cooling 0.998 per step, seed 42: its defaults). Both run single-threaded
   in C++ and stop at the first of the timeout and the iteration cap, so the timeout binds.
-- Anchors: omnimalloc's default allocator `omni` (a greedy portfolio) and `best_fit`.
+- Anchors: omnimalloc's default allocator `omni` (a greedy portfolio) and its `best_fit`.
 
 Every plan (omnimalloc's offsets matched back by buffer id) passed
-`gaplanner.find_violation` on our problem. W/T/L: instances where the GA's peak is below,
-equal to, above the other's. Ratios are geometric means over the instances of a row.
-The three searches stop on the clock, so on a busy machine a rerun gives other peaks:
+`gaplanner.find_violation` on our problem. *X vs Y*: instances where X's peak is below,
+equal to, above Y's (wins/ties/losses). Ratios are geometric means over the instances of a
+row. The searches stop on the clock, so on a busy machine a rerun gives other peaks:
 compare figures from one run, and read small differences within a row of a few
 instances as ties.
 
@@ -269,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--ga-option: {error}") from None
     numba.set_num_threads(args.ga_threads)
     gaplanner.warm_up()
+    warm_up_exact()  # compiled before the first instance's clock starts, as the GA's kernels
     patterns = args.patterns or [str(p) for p in SYNC_PATTERNS]
     rows, everything = run_grid(args, patterns, settings)
     header = [
         "threads", "pattern", "instances", "clique / bound", *(f"{s} / bound" for s in SOLVERS),
-        "GA vs tabu W/T/L", "GA vs SA W/T/L",
+        *(f"{ours} vs {rival}" for ours, rival in CONTESTS),
     ]  # fmt: skip
     notes = NOTES.format(
         version=version("omnimalloc"), blocks=", ".join(map(str, args.blocks)),
