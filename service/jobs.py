@@ -18,6 +18,7 @@ import multiprocessing
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -27,9 +28,12 @@ from gaplanner.errors import GaplannerError
 from service import worker
 from service.config import ServiceSettings
 from service.errors import ApiError
-from service.store import JobStore, NewJob
+from service.store import JobStore, NewJob, StoreFull
 
 log = logging.getLogger("service.jobs")
+
+#: Seconds between attempts to write to a store whose disk was full.
+STORE_RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -69,6 +73,9 @@ class JobManager:
         self._executor: ProcessPoolExecutor | None = None
         self._stopping = False
         self._threads: list[threading.Thread] = []
+        # Ends of jobs the store could not take (its disk was full), retried until it can: the job stays
+        # 'running' in the database meanwhile, so a restart before then runs it again.
+        self._unsaved: deque[tuple[str, Callable[[], None]]] = deque()
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -83,7 +90,8 @@ class JobManager:
             )
         self._pending.extend(recovered.requeued)
         self._executor = self._new_executor()
-        for target, name in ((self._dispatch, "dispatcher"), (self._read_progress, "progress")):
+        threads = ((self._dispatch, "dispatcher"), (self._read_progress, "progress"), (self._retry, "retry"))
+        for target, name in threads:
             thread = threading.Thread(target=target, name=f"gaplanner-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -140,7 +148,13 @@ class JobManager:
                     None,
                     {"Retry-After": "5"},
                 )
-            self.store.insert(job)
+            try:
+                self.store.insert(job)
+            except StoreFull as exc:
+                log.error("refused a job: %s", exc)
+                raise ApiError(
+                    503, "the server's storage is full; retry later", None, {"Retry-After": "30"}
+                ) from exc
             self._pending.append(job.id)
             self._cond.notify_all()
 
@@ -198,20 +212,33 @@ class JobManager:
                 self._running[job_id] = _Running(slot)
             try:
                 claimed = self.store.mark_running(job_id)
-                if claimed is None:  # cancelled meanwhile
-                    self._release(job_id, slot)
-                    continue
-                kind, graph, options = claimed
-                future = self._submit(job_id, slot, kind, graph, options)
+            except StoreFull as exc:  # still queued in the store: wait for room, then try again
+                log.error("cannot start job %s: %s", job_id, exc)
+                self._release(job_id, slot, back_to_queue=True)
+                with self._cond:
+                    self._cond.wait(STORE_RETRY_SECONDS)
+                continue
+            if claimed is None:  # cancelled meanwhile
+                self._release(job_id, slot)
+                continue
+            try:
+                future = self._submit(job_id, slot, *claimed)
             except Exception:
-                if self._stopping:  # the pool shut down under us: the next start runs the job
-                    self.store.requeue(job_id, count_attempt=False)
-                else:
-                    log.exception("could not start job %s", job_id)
-                    self.store.fail(job_id, "the server could not start this job")
+                self._not_started(job_id)
                 self._release(job_id, slot)
                 continue
             future.add_done_callback(lambda f, job_id=job_id, slot=slot: self._finished(job_id, slot, f))
+
+    def _not_started(self, job_id: str) -> None:
+        """A claimed job the pool would not take: back to the queue when shutting down, else failed."""
+        try:
+            if self._stopping:  # the pool shut down under us: the next start runs the job
+                self.store.requeue(job_id, count_attempt=False)
+            else:
+                log.exception("could not start job %s", job_id)
+                self.store.fail(job_id, "the server could not start this job")
+        except StoreFull:  # left 'running' in the store: the next start runs it again
+            log.exception("could not record that job %s did not start", job_id)
 
     def _submit(self, job_id: str, slot: int, kind: str, graph: Any, options: dict[str, Any]) -> Future:
         if self._executor is None:
@@ -224,25 +251,53 @@ class JobManager:
             self._executor = self._new_executor()
             return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
 
-    def _release(self, job_id: str, slot: int) -> None:
+    def _release(self, job_id: str, slot: int, back_to_queue: bool = False) -> None:
         with self._cond:
             self._running.pop(job_id, None)
             self._free.append(slot)
+            if back_to_queue:
+                self._pending.appendleft(job_id)
             self._cond.notify_all()
 
     def _finished(self, job_id: str, slot: int, future: Future) -> None:
+        with self._cond:
+            stopping = self._stopping
+            running = self._running.get(job_id)
+            cancel_requested = running is not None and running.cancel_requested
         try:
-            self._record(job_id, future)
+            self._record(job_id, future, stopping, cancel_requested)
+        except StoreFull as exc:
+            log.error("cannot record the end of job %s yet: %s", job_id, exc)
+            with self._cond:
+                record = lambda: self._record(job_id, future, stopping, cancel_requested)  # noqa: E731
+                self._unsaved.append((job_id, record))
         except Exception:
             log.exception("could not record the end of job %s", job_id)
         finally:
             self._release(job_id, slot)
 
-    def _record(self, job_id: str, future: Future) -> None:
-        with self._cond:
-            stopping = self._stopping
-            running = self._running.get(job_id)
-            cancel_requested = running is not None and running.cancel_requested
+    def _retry(self) -> None:
+        """Write the ends of jobs the store could not take, once it can (oldest first)."""
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or self._unsaved)
+                if self._stopping and not self._unsaved:
+                    return
+                job_id, record = self._unsaved[0]
+            try:
+                record()
+            except StoreFull:
+                if self._stopping:  # left 'running' in the store: the next start runs them again
+                    return
+                time.sleep(STORE_RETRY_SECONDS)
+                continue
+            except Exception:
+                log.exception("could not record the end of job %s", job_id)
+            log.info("recorded the end of job %s", job_id)
+            with self._cond:
+                self._unsaved.popleft()
+
+    def _record(self, job_id: str, future: Future, stopping: bool, cancel_requested: bool) -> None:
         try:
             result = future.result()
         except BrokenProcessPool:
