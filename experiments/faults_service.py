@@ -324,6 +324,26 @@ class Outcome:
     notes: list[str]
     integrity: str
     stored_unanswered: int  # jobs in the store whose submission got no answer (the kill cut it)
+    events: dict[str, int]  # what the server log says it did about the faults
+
+
+#: What the server logs when it meets each fault (counted in its log).
+EVENTS = {
+    "jobs re-queued after a worker died": "a worker died running job",
+    "jobs re-queued at restart": "re-queued,",
+    "submissions refused, disk full": "refused a job:",
+    "job starts put off, disk full": "cannot start job",
+    "finished jobs held until the disk had room": "cannot record the end of job",
+    "bodies cut short by the client": "closed the connection mid-body",
+}
+
+
+def log_events(log: Path) -> dict[str, int]:
+    text = log.read_text(errors="replace")
+    counts = {name: text.count(needle) for name, needle in EVENTS.items()}
+    restarts = re.findall(r"unfinished jobs from the last run: (\d+) re-queued", text)
+    counts["jobs re-queued at restart"] = sum(int(n) for n in restarts)
+    return counts
 
 
 def server_errors(log: Path, start: int) -> int:
@@ -401,7 +421,7 @@ def run(settings: Settings, workdir: Path) -> Outcome:
                 load.stop()
         integrity = check_integrity(db)
     unanswered = len(listed - {location.rsplit("/", 1)[-1] for location in tally.jobs})
-    return Outcome(rows, notes, integrity, unanswered)
+    return Outcome(rows, notes, integrity, unanswered, log_events(log))
 
 
 def drain(server: Server, tally: Tally, settings: Settings, errors: dict[str, int]) -> list[dict[str, Any]]:
