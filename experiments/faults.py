@@ -67,7 +67,8 @@ bodies the clients cut short themselves.
   with a submission half sent, restarted on the same SQLite file and port; {disk}; requests cut short
   or malformed: {corrupt}.
 - Store after the run: `PRAGMA integrity_check` → **{integrity}**; {unanswered} job(s) stored whose
-  submission got no answer (the kill came between the commit and the reply), all finished too.
+  submission got no answer (the kill came between the commit and the reply), {unanswered_done} of them
+  done when the run ended.
 - The server's log: {events}.
 {other}"""
 
@@ -102,7 +103,8 @@ def ray_table(result: dict[str, Any]) -> str:
         if plan["verified"]
         else f": {plan.get('error', '')[-300:]}"
     )
-    resumed = re.sub(r" in \S+,", ",", runner["resume_message"])  # without the temporary path
+    found = re.search(r"\d+ cells: \d+ already in \S+, \d+ to run", runner["resume_message"])
+    resumed = re.sub(r" in \S+,", ",", found.group(0)) if found else "?"  # without the temporary path
     runner_outcome = (
         f"{runner['rows_after_first_run']} of {runner['cells']} cells written before the kill; the rerun "
         f'said "{resumed}" and exited {runner["returncode"]}; **{runner["rows"]} rows, '
@@ -153,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{settings.seconds:g} s, then emptied",
             corrupt=", ".join(n.removeprefix("corrupt requests: ") for n in outcome.notes if "corrupt" in n),
             integrity=outcome.integrity, unanswered=outcome.stored_unanswered,
+            unanswered_done=outcome.stored_unanswered_done,
             events=", ".join(f"{name} {count}" for name, count in outcome.events.items()), other=other,
         )  # fmt: skip
     print(markdown_table(HEADER, rows))

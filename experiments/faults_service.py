@@ -324,12 +324,14 @@ class Outcome:
     notes: list[str]
     integrity: str
     stored_unanswered: int  # jobs in the store whose submission got no answer (the kill cut it)
+    stored_unanswered_done: int  # of which finished
     events: dict[str, int]  # what the server log says it did about the faults
 
 
 #: What the server logs when it meets each fault (counted in its log).
 EVENTS = {
-    "jobs re-queued after a worker died": "a worker died running job",
+    "jobs re-queued after their worker died": "a worker died running job",
+    "jobs re-queued when another worker died": "stopped when another worker died",
     "jobs re-queued at restart": "re-queued,",
     "submissions refused, disk full": "refused a job:",
     "job starts put off, disk full": "cannot start job",
@@ -420,8 +422,10 @@ def run(settings: Settings, workdir: Path) -> Outcome:
             if load is not None:
                 load.stop()
         integrity = check_integrity(db)
-    unanswered = len(listed - {location.rsplit("/", 1)[-1] for location in tally.jobs})
-    return Outcome(rows, notes, integrity, unanswered, log_events(log))
+    answered = {location.rsplit("/", 1)[-1] for location in tally.jobs}
+    unanswered = [status for job_id, status in listed.items() if job_id not in answered]
+    done = sum(status == "done" for status in unanswered)
+    return Outcome(rows, notes, integrity, len(unanswered), done, log_events(log))
 
 
 def drain(server: Server, tally: Tally, settings: Settings, errors: dict[str, int]) -> list[dict[str, Any]]:
@@ -483,15 +487,15 @@ def drain(server: Server, tally: Tally, settings: Settings, errors: dict[str, in
     return rows
 
 
-def stored_jobs(server: Server) -> set[str]:
-    """The ids of every plan job in the store."""
-    found: set[str] = set()
+def stored_jobs(server: Server) -> dict[str, str]:
+    """Every plan job in the store: id -> status."""
+    found: dict[str, str] = {}
     path: str | None = "/v1/plans?limit=100"
     while path:
         status, page = server.request("GET", path)
         if status != 200:
             break
-        found.update(item["id"] for item in page["items"])
+        found.update((item["id"], item["status"]) for item in page["items"])
         path = page["next"]
     return found
 

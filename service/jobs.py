@@ -22,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gaplanner.errors import GaplannerError
@@ -32,6 +33,8 @@ from service.store import JobStore, NewJob, StoreFull
 
 log = logging.getLogger("service.jobs")
 
+#: Linux's per-process flag (``/proc/PID/stat``, field 9) set as a process starts to exit.
+_PF_EXITING = 0x4
 #: Seconds between attempts to write to a store whose disk was full.
 STORE_RETRY_SECONDS = 1.0
 
@@ -43,6 +46,17 @@ class _Running:
     progress: dict[str, Any] | None = None
     cancel_requested: bool = False
     records: list[dict[str, Any]] = field(default_factory=list)  # the progress reports so far
+    pid: int | None = None  # the worker process running it, once it has said so
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: not gone, not a zombie, and not on its way out (the kernel closes
+    a killed process's pipes, which is how the pool notices, before it turns into a zombie)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X") and not int(fields[6]) & _PF_EXITING
 
 
 def thin_trace(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -264,12 +278,16 @@ class JobManager:
             stopping = self._stopping
             running = self._running.get(job_id)
             cancel_requested = running is not None and running.cancel_requested
+            pid = running.pid if running is not None else None
+        # A dead worker breaks the whole pool: every job running gets BrokenProcessPool, here, before
+        # the pool stops the other workers. Only the job whose own worker is dead counts an attempt.
+        blamed = pid is None or not _alive(pid)
         try:
-            self._record(job_id, future, stopping, cancel_requested)
+            self._record(job_id, future, stopping, cancel_requested, blamed)
         except StoreFull as exc:
             log.error("cannot record the end of job %s yet: %s", job_id, exc)
             with self._cond:
-                record = lambda: self._record(job_id, future, stopping, cancel_requested)  # noqa: E731
+                record = lambda: self._record(job_id, future, stopping, cancel_requested, blamed)  # noqa: E731
                 self._unsaved.append((job_id, record))
         except Exception:
             log.exception("could not record the end of job %s", job_id)
@@ -297,11 +315,13 @@ class JobManager:
             with self._cond:
                 self._unsaved.popleft()
 
-    def _record(self, job_id: str, future: Future, stopping: bool, cancel_requested: bool) -> None:
+    def _record(
+        self, job_id: str, future: Future, stopping: bool, cancel_requested: bool, blamed: bool = True
+    ) -> None:
         try:
             result = future.result()
         except BrokenProcessPool:
-            self._worker_died(job_id, stopping)
+            self._worker_died(job_id, stopping, blamed)
             return
         except GaplannerError as exc:  # the input passed the checks at submission, yet did not plan
             self.store.fail(job_id, str(exc))
@@ -330,9 +350,16 @@ class JobManager:
             peak=result["peak"],
         )
 
-    def _worker_died(self, job_id: str, stopping: bool) -> None:
-        attempts = self.store.requeue(job_id, count_attempt=not stopping)
+    def _worker_died(self, job_id: str, stopping: bool, blamed: bool = True) -> None:
+        """Its worker died (``blamed``), or another one did and took the pool down: back to the queue."""
+        attempts = self.store.requeue(job_id, count_attempt=blamed and not stopping)
         if stopping:
+            return
+        if not blamed:
+            log.warning("job %s stopped when another worker died; re-queued", job_id)
+            with self._cond:
+                self._pending.appendleft(job_id)
+                self._cond.notify_all()
             return
         if attempts >= self.settings.max_attempts:
             self.store.fail(
@@ -355,7 +382,9 @@ class JobManager:
             job_id, record = message
             with self._cond:
                 running = self._running.get(job_id)
-                if running is not None:
+                if running is not None and "pid" in record:  # the job has started in this process
+                    running.pid = record["pid"]
+                elif running is not None:
                     running.progress = record
                     running.records.append(record)
                     if len(running.records) > 2 * self.settings.max_trace_records:

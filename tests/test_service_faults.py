@@ -8,6 +8,7 @@ A full disk is simulated where it needs no root by capping the database's size
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.config import ServiceSettings
 from service.store import JobStore, NewJob, StoreFull
-from service.testing import buffers_document, check_plan, unreachable_bound_document, wait_until
+from service.testing import (
+    FINISHED,
+    buffers_document,
+    check_plan,
+    unreachable_bound_document,
+    wait_until,
+)
 
 UNLIMITED = 1073741823  # SQLite's default max_page_count
 
@@ -101,6 +108,39 @@ def test_a_full_disk_answers_503_and_loses_no_accepted_job(full_disk_app) -> Non
     check_plan(running_doc, finished["plan"])
     again = client.post("/v1/plans", json={"graph": buffers_document(80, seed=1), "options": {}})
     assert again.status_code == 202
+
+
+def test_a_dead_worker_counts_an_attempt_against_its_own_job_only(tmp_path: Path) -> None:
+    """One dead worker stops the whole pool; the job running beside it is not to blame."""
+    settings = ServiceSettings(db=tmp_path / "jobs.sqlite3", api_key=None, workers=2, max_time_limit=30.0)
+    app = create_app(settings)
+    docs = [unreachable_bound_document(60, seed=seed) for seed in (1, 2)]
+    # Long enough for both to run at once even when one worker warms up seconds after the other.
+    options = {"time_limit": 5.0, "stall_generations": None}
+    with TestClient(app) as client:
+        manager = app.state.manager
+        locations = [
+            client.post("/v1/plans", json={"graph": doc, "options": options}).json()["links"]["self"]
+            for doc in docs
+        ]
+
+        def both_searching() -> bool:
+            with manager._cond:
+                running = list(manager._running.values())
+            return len(running) == 2 and all(r.pid and r.progress for r in running)
+
+        wait_until(both_searching, 90)
+        with manager._cond:
+            victim_id, victim = next((job_id, r.pid) for job_id, r in manager._running.items())
+        os.kill(victim, signal.SIGKILL)
+        jobs = [
+            wait_until(lambda loc=loc: (j := client.get(loc).json())["status"] in FINISHED and j, 90)
+            for loc in locations
+        ]
+    for doc, finished in zip(docs, jobs, strict=True):
+        assert finished["status"] == "done", finished
+        check_plan(doc, finished["plan"])
+        assert finished["attempts"] == (1 if finished["id"] == victim_id else 0), finished
 
 
 def test_faults_under_load_lose_nothing() -> None:
