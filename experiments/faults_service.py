@@ -156,6 +156,7 @@ class Load:
         """Every third job a GA search that runs its whole time limit, the others a quick baseline."""
         if k % 3 == 0:
             options = {"time_limit": self.settings.search_seconds, "stall_generations": None, "seed": k}
+            options["exact_share"] = 0  # the GA alone: it searches until its time limit
             return unreachable_bound_document(40, seed=k), options
         return buffers_document(60, seed=k), {"algorithm": "best-fit-coalescing"}
 
@@ -299,6 +300,16 @@ def small_filesystem(folder: Path, mib: int) -> Iterator[str | None]:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
+def empty_wal(db: Path) -> None:
+    """Copy SQLite's write-ahead log into the database and cut it to nothing, so that the store's next
+    writes need new space: a log that has room left from earlier writes would absorb a short fault."""
+    with contextlib.closing(sqlite3.connect(db, timeout=5)) as connection:
+        for _ in range(50):  # busy while a reader holds an old snapshot; they are short
+            if connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:
+                return
+            time.sleep(0.1)
+
+
 def fill(folder: Path) -> Path:
     """A file that takes every free byte of ``folder``'s filesystem."""
     ballast = folder / "ballast"
@@ -401,6 +412,7 @@ def run(settings: Settings, workdir: Path) -> Outcome:
                 mark = log.stat().st_size
                 if not why_not:
                     tally.phase = "disk full"
+                    empty_wal(db)
                     ballast = fill(store)
                     time.sleep(settings.seconds)
                     ballast.unlink()

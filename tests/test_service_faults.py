@@ -89,7 +89,7 @@ def full_disk_app(tmp_path: Path) -> Iterator[tuple[TestClient, Any]]:
 def test_a_full_disk_answers_503_and_loses_no_accepted_job(full_disk_app) -> None:
     client, manager = full_disk_app
     running_doc = unreachable_bound_document(60, seed=5)
-    options = {"time_limit": 1.5, "stall_generations": None}
+    options = {"time_limit": 1.5, "stall_generations": None, "exact_share": 0}
     accepted = client.post("/v1/plans", json={"graph": running_doc, "options": options})
     assert accepted.status_code == 202
     location = accepted.json()["links"]["self"]
@@ -116,7 +116,7 @@ def test_a_dead_worker_counts_an_attempt_against_its_own_job_only(tmp_path: Path
     app = create_app(settings)
     docs = [unreachable_bound_document(60, seed=seed) for seed in (1, 2)]
     # Long enough for both to run at once even when one worker warms up seconds after the other.
-    options = {"time_limit": 5.0, "stall_generations": None}
+    options = {"time_limit": 5.0, "stall_generations": None, "exact_share": 0}
     with TestClient(app) as client:
         manager = app.state.manager
         locations = [
