@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import models_json_schema
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -128,6 +129,13 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             }
             headers["Allow"] = ", ".join(sorted(methods))
         return JSONResponse({"detail": str(exc.detail), "field": None}, exc.status_code, headers=headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        # The body was cut short by the client: nothing was accepted, and nobody is there to answer.
+        log.info("%s %s: the client closed the connection mid-body", request.method, request.url.path)
+        error = ApiError(400, "the connection closed before the whole body arrived", "body")
+        return JSONResponse(error.body(), status_code=400, headers={"Connection": "close"})
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:

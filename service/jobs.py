@@ -18,18 +18,25 @@ import multiprocessing
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gaplanner.errors import GaplannerError
 from service import worker
 from service.config import ServiceSettings
 from service.errors import ApiError
-from service.store import JobStore, NewJob
+from service.store import JobStore, NewJob, StoreFull
 
 log = logging.getLogger("service.jobs")
+
+#: Linux's per-process flag (``/proc/PID/stat``, field 9) set as a process starts to exit.
+_PF_EXITING = 0x4
+#: Seconds between attempts to write to a store whose disk was full.
+STORE_RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -39,6 +46,17 @@ class _Running:
     progress: dict[str, Any] | None = None
     cancel_requested: bool = False
     records: list[dict[str, Any]] = field(default_factory=list)  # the progress reports so far
+    pid: int | None = None  # the worker process running it, once it has said so
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: not gone, not a zombie, and not on its way out (the kernel closes
+    a killed process's pipes, which is how the pool notices, before it turns into a zombie)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X") and not int(fields[6]) & _PF_EXITING
 
 
 def thin_trace(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -69,6 +87,9 @@ class JobManager:
         self._executor: ProcessPoolExecutor | None = None
         self._stopping = False
         self._threads: list[threading.Thread] = []
+        # Ends of jobs the store could not take (its disk was full), retried until it can: the job stays
+        # 'running' in the database meanwhile, so a restart before then runs it again.
+        self._unsaved: deque[tuple[str, Callable[[], None]]] = deque()
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -83,7 +104,8 @@ class JobManager:
             )
         self._pending.extend(recovered.requeued)
         self._executor = self._new_executor()
-        for target, name in ((self._dispatch, "dispatcher"), (self._read_progress, "progress")):
+        threads = ((self._dispatch, "dispatcher"), (self._read_progress, "progress"), (self._retry, "retry"))
+        for target, name in threads:
             thread = threading.Thread(target=target, name=f"gaplanner-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -140,7 +162,13 @@ class JobManager:
                     None,
                     {"Retry-After": "5"},
                 )
-            self.store.insert(job)
+            try:
+                self.store.insert(job)
+            except StoreFull as exc:
+                log.error("refused a job: %s", exc)
+                raise ApiError(
+                    503, "the server's storage is full; retry later", None, {"Retry-After": "30"}
+                ) from exc
             self._pending.append(job.id)
             self._cond.notify_all()
 
@@ -198,20 +226,33 @@ class JobManager:
                 self._running[job_id] = _Running(slot)
             try:
                 claimed = self.store.mark_running(job_id)
-                if claimed is None:  # cancelled meanwhile
-                    self._release(job_id, slot)
-                    continue
-                kind, graph, options = claimed
-                future = self._submit(job_id, slot, kind, graph, options)
+            except StoreFull as exc:  # still queued in the store: wait for room, then try again
+                log.error("cannot start job %s: %s", job_id, exc)
+                self._release(job_id, slot, back_to_queue=True)
+                with self._cond:
+                    self._cond.wait(STORE_RETRY_SECONDS)
+                continue
+            if claimed is None:  # cancelled meanwhile
+                self._release(job_id, slot)
+                continue
+            try:
+                future = self._submit(job_id, slot, *claimed)
             except Exception:
-                if self._stopping:  # the pool shut down under us: the next start runs the job
-                    self.store.requeue(job_id, count_attempt=False)
-                else:
-                    log.exception("could not start job %s", job_id)
-                    self.store.fail(job_id, "the server could not start this job")
+                self._not_started(job_id)
                 self._release(job_id, slot)
                 continue
             future.add_done_callback(lambda f, job_id=job_id, slot=slot: self._finished(job_id, slot, f))
+
+    def _not_started(self, job_id: str) -> None:
+        """A claimed job the pool would not take: back to the queue when shutting down, else failed."""
+        try:
+            if self._stopping:  # the pool shut down under us: the next start runs the job
+                self.store.requeue(job_id, count_attempt=False)
+            else:
+                log.exception("could not start job %s", job_id)
+                self.store.fail(job_id, "the server could not start this job")
+        except StoreFull:  # left 'running' in the store: the next start runs it again
+            log.exception("could not record that job %s did not start", job_id)
 
     def _submit(self, job_id: str, slot: int, kind: str, graph: Any, options: dict[str, Any]) -> Future:
         if self._executor is None:
@@ -224,29 +265,63 @@ class JobManager:
             self._executor = self._new_executor()
             return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
 
-    def _release(self, job_id: str, slot: int) -> None:
+    def _release(self, job_id: str, slot: int, back_to_queue: bool = False) -> None:
         with self._cond:
             self._running.pop(job_id, None)
             self._free.append(slot)
+            if back_to_queue:
+                self._pending.appendleft(job_id)
             self._cond.notify_all()
 
     def _finished(self, job_id: str, slot: int, future: Future) -> None:
+        with self._cond:
+            stopping = self._stopping
+            running = self._running.get(job_id)
+            cancel_requested = running is not None and running.cancel_requested
+            pid = running.pid if running is not None else None
+        # A dead worker breaks the whole pool: every job running gets BrokenProcessPool, here, before
+        # the pool stops the other workers. Only the job whose own worker is dead counts an attempt.
+        blamed = pid is None or not _alive(pid)
         try:
-            self._record(job_id, future)
+            self._record(job_id, future, stopping, cancel_requested, blamed)
+        except StoreFull as exc:
+            log.error("cannot record the end of job %s yet: %s", job_id, exc)
+            with self._cond:
+                record = lambda: self._record(job_id, future, stopping, cancel_requested, blamed)  # noqa: E731
+                self._unsaved.append((job_id, record))
         except Exception:
             log.exception("could not record the end of job %s", job_id)
         finally:
             self._release(job_id, slot)
 
-    def _record(self, job_id: str, future: Future) -> None:
-        with self._cond:
-            stopping = self._stopping
-            running = self._running.get(job_id)
-            cancel_requested = running is not None and running.cancel_requested
+    def _retry(self) -> None:
+        """Write the ends of jobs the store could not take, once it can (oldest first)."""
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or self._unsaved)
+                if self._stopping and not self._unsaved:
+                    return
+                job_id, record = self._unsaved[0]
+            try:
+                record()
+            except StoreFull:
+                if self._stopping:  # left 'running' in the store: the next start runs them again
+                    return
+                time.sleep(STORE_RETRY_SECONDS)
+                continue
+            except Exception:
+                log.exception("could not record the end of job %s", job_id)
+            log.info("recorded the end of job %s", job_id)
+            with self._cond:
+                self._unsaved.popleft()
+
+    def _record(
+        self, job_id: str, future: Future, stopping: bool, cancel_requested: bool, blamed: bool = True
+    ) -> None:
         try:
             result = future.result()
         except BrokenProcessPool:
-            self._worker_died(job_id, stopping)
+            self._worker_died(job_id, stopping, blamed)
             return
         except GaplannerError as exc:  # the input passed the checks at submission, yet did not plan
             self.store.fail(job_id, str(exc))
@@ -275,9 +350,16 @@ class JobManager:
             peak=result["peak"],
         )
 
-    def _worker_died(self, job_id: str, stopping: bool) -> None:
-        attempts = self.store.requeue(job_id, count_attempt=not stopping)
+    def _worker_died(self, job_id: str, stopping: bool, blamed: bool = True) -> None:
+        """Its worker died (``blamed``), or another one did and took the pool down: back to the queue."""
+        attempts = self.store.requeue(job_id, count_attempt=blamed and not stopping)
         if stopping:
+            return
+        if not blamed:
+            log.warning("job %s stopped when another worker died; re-queued", job_id)
+            with self._cond:
+                self._pending.appendleft(job_id)
+                self._cond.notify_all()
             return
         if attempts >= self.settings.max_attempts:
             self.store.fail(
@@ -300,7 +382,9 @@ class JobManager:
             job_id, record = message
             with self._cond:
                 running = self._running.get(job_id)
-                if running is not None:
+                if running is not None and "pid" in record:  # the job has started in this process
+                    running.pid = record["pid"]
+                elif running is not None:
                     running.progress = record
                     running.records.append(record)
                     if len(running.records) > 2 * self.settings.max_trace_records:

@@ -55,8 +55,19 @@ _SUMMARY = (
     "attempts, cancel_requested, progress, error, peak"
 )
 
+#: SQLite's result codes (the low byte of an extended code) for a write the disk could not take.
+_STORAGE_ERRORS = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR}
+
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
+
+
+class StoreFull(Exception):
+    """A write failed because the disk under the database is full (or failing); nothing was changed."""
+
+
+def _storage_error(exc: sqlite3.Error) -> bool:
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _STORAGE_ERRORS
 
 
 @dataclass(frozen=True)
@@ -106,15 +117,27 @@ class JobStore:
             self._db.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """The writing connection, under the lock; a full disk raises :class:`StoreFull`."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+            except sqlite3.Error as exc:
+                if _storage_error(exc):
+                    raise StoreFull(f"{self.path}: {exc}") from exc
                 raise
-            self._db.execute("COMMIT")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._writing() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:  # SQLite may have rolled back already (a full disk does)
+                    db.execute("ROLLBACK")
+                raise
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read-only connection: in WAL mode readers never wait for the writer."""
@@ -134,8 +157,8 @@ class JobStore:
 
     def insert(self, job: NewJob) -> float:
         created = time.time()
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "INSERT INTO jobs (id, kind, status, graph, options, name, blocks, lower_bound, algorithm, "
                 "created) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -179,8 +202,8 @@ class JobStore:
         def text(value: Any) -> str | None:
             return None if value is None else json.dumps(value, separators=(",", ":"))
 
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "UPDATE jobs SET status = ?, finished = ?, result = ?, trace = ?, layout = ?, "
                 "progress = COALESCE(?, progress), peak = ?, error = ? WHERE id = ?",
                 (
@@ -206,9 +229,9 @@ class JobStore:
             return int(db.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     def cancel_queued(self, job_id: str) -> bool:
-        with self._lock:
+        with self._writing() as db:
             return bool(
-                self._db.execute(
+                db.execute(
                     "UPDATE jobs SET status = 'cancelled', cancel_requested = 1, finished = ? "
                     "WHERE id = ? AND status = 'queued'",
                     (time.time(), job_id),
@@ -216,9 +239,9 @@ class JobStore:
             )
 
     def request_cancel(self, job_id: str) -> bool:
-        with self._lock:
+        with self._writing() as db:
             return bool(
-                self._db.execute(
+                db.execute(
                     "UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (job_id,)
                 ).rowcount
             )

@@ -105,6 +105,8 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
     from gaplanner.solve import compare, settings_for, solve
     from service.inputs import rules_from_options
 
+    if _progress is not None and slot is not None:  # which process runs the job, should one die
+        _progress.put((job_id, {"pid": os.getpid()}))
     problem = load_problem(graph, rules=rules_from_options(options))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
     settings = settings_for(algorithm, options)

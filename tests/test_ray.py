@@ -127,6 +127,45 @@ def test_a_killed_worker_is_replaced_and_the_plan_is_unchanged(started_ray, prob
     assert peaks(plan) == peaks(reference)
 
 
+def test_a_replacement_that_finds_no_free_cpu_shares_one(started_ray, problem, monkeypatch) -> None:
+    """As when a node dies with its CPUs: the replacement must not wait for a CPU that never comes."""
+    from gaplanner.distributed import driver as driver_module
+
+    monkeypatch.setattr(driver_module, "PLACEMENT_SECONDS", 2.0)
+    settings = GASettings(
+        population=12, generations=60, time_limit=None, stall_generations=None, islands=2, seed=4,
+        migration_interval=30,
+    )  # fmt: skip
+    reference = run_ga(problem, settings)
+
+    @ray.remote(num_cpus=1)
+    class Blocker:
+        def ready(self) -> bool:
+            return True
+
+    blockers = []
+
+    def take_a_workers_cpu(driver) -> None:
+        blockers.append(Blocker.remote())  # waits for a CPU: both are the workers'
+        os.kill(driver.pids()[0], signal.SIGKILL)
+        ray.get(blockers[0].ready.remote(), timeout=60)  # the dead worker's CPU is now the blocker's
+
+    result: list = []
+    search = threading.Thread(
+        target=lambda: result.append(run_islands(problem, settings, workers=2, on_start=take_a_workers_cpu)),
+        daemon=True,
+    )
+    search.start()
+    search.join(timeout=120)
+    for blocker in blockers:
+        ray.kill(blocker)
+    assert result, "the search waited for a CPU that never came"
+    plan = result[0]
+    assert plan.ray.restarts >= 1
+    assert np.array_equal(plan.offsets, reference.offsets)  # restored from the last phase, exactly
+    assert peaks(plan) == peaks(reference)
+
+
 def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> None:
     timed = GASettings(population=12, generations=None, time_limit=2.0, stall_generations=None, islands=2)
     started = time.perf_counter()

@@ -14,6 +14,8 @@ from gaplanner.problem import Problem
 
 #: A worker that dies more often than this in one phase fails the search.
 MAX_RESTARTS_IN_A_ROW = 3
+#: Seconds a replacement worker may wait for a free CPU before it shares one.
+PLACEMENT_SECONDS = 10.0
 
 
 def _actor_class(ray: Any) -> Any:
@@ -47,8 +49,8 @@ class Driver:
         self.restarts = 0
         self.phase = 0
 
-    def _start(self, w: int) -> Any:
-        return self.actor_class.options(num_cpus=1, max_concurrency=2, max_restarts=0).remote(
+    def _start(self, w: int, cpus: float = 1) -> Any:
+        return self.actor_class.options(num_cpus=cpus, max_concurrency=2, max_restarts=0).remote(
             self.problem_ref,
             self.settings,
             self.assignment[w],
@@ -61,9 +63,22 @@ class Driver:
         return self.ray.get([actor.pid.remote() for actor in self.actors])
 
     def _restart(self, w: int) -> None:
+        """A new worker w with the islands of the last phase.
+
+        It asks for a CPU of its own; when none frees up within
+        :data:`PLACEMENT_SECONDS` (a node died, taking its CPUs with it) it
+        shares one with the other workers: slower, where waiting for a CPU
+        that never comes would hang the search past its time limit.
+        """
         with suppress(Exception):  # already gone
             self.ray.kill(self.actors[w], no_restart=True)
-        self.actors[w] = self._start(w)
+        actor = self._start(w)
+        ready, _ = self.ray.wait([actor.pid.remote()], timeout=PLACEMENT_SECONDS)
+        if not ready:
+            with suppress(Exception):
+                self.ray.kill(actor, no_restart=True)
+            actor = self._start(w, cpus=0)
+        self.actors[w] = actor
         self.restarts += 1
 
     def _stop_all(self, phase: int) -> None:
