@@ -148,8 +148,8 @@ def _pool_graphs(
         tensors=tensors,
         operators=operators,
         sync=sync,
-        inputs=[t for t in shared_tensors if t not in written]
-        + [f"{m}{MODEL_SEP}{t}" for m, doc in models for t in (doc.inputs or [])],
+        # each model's own inputs are written by its feed when it starts
+        inputs=[t for t in shared_tensors if t not in written],
         outputs=list(shared_tensors),
     )
 
