@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gaplanner.errors import GaplannerError, InputError, PlanError
-from gaplanner.fits import decide_fit, fits_question, memories_fit
+from gaplanner.fits import answer_fit, asks_fit, fits_question
 from gaplanner.ga import GASettings
 from gaplanner.io import load_problem, read_memories, read_offsets, read_tensor_offsets, write_text
 from gaplanner.memory_plan import MemoryPlan
@@ -143,7 +143,7 @@ def _plan(args: argparse.Namespace) -> int:
     pool = _pool(args)
     problem = pool.problem if pool is not None else load_problem(args.input[0], rules=_rules(args))
     problem, capacity = fits_question(problem, args.capacity)
-    if capacity is not None or _all_bounded(problem):
+    if asks_fit(problem, capacity):
         return _answer_fit(args, problem, capacity, pool)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
@@ -180,29 +180,20 @@ def _compare_alone(args: argparse.Namespace, pool: Pool, pooled_peak: int) -> di
     return comparison.to_dict()
 
 
-def _all_bounded(problem: Problem) -> bool:
-    """Memories that all have a capacity: whether the input fits is a question."""
-    return problem.memories is not None and bool((problem.memories.capacities >= 0).all())
-
-
 def _answer_fit(args: argparse.Namespace, problem: Problem, capacity: int | None, pool: Pool | None) -> int:
     """Fits (the plan, exit 0) or does not fit (the best found and any proof, exit 3)."""
-    settings = _settings(args, args.algorithm)
-    if capacity is None:
-        answer = memories_fit(lambda p: solve(p, args.algorithm, settings), problem)
-    else:
-        progress = ProgressLine(problem.lower_bound, args.quiet)
+    progress = ProgressLine(problem.lower_bound, args.quiet)
 
-        def solve_one(p: Problem, s: GASettings, **callbacks: object) -> object:
-            return solve(
-                p, args.algorithm, s, workers=args.workers, ray_address=args.ray_address, **callbacks
-            )  # type: ignore[arg-type]
+    def solve_one(p: Problem, s: GASettings | None, **callbacks: Any) -> Plan | MemoryPlan:
+        return solve(p, args.algorithm, s, workers=args.workers, ray_address=args.ray_address, **callbacks)
 
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                answer = decide_fit(problem, capacity, solve_one, settings, on_progress=progress)
-        finally:
-            progress.close()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            answer = answer_fit(
+                problem, capacity, solve_one, _settings(args, args.algorithm), on_progress=progress
+            )
+    finally:
+        progress.close()
     if answer.fits and args.format == "csv" and answer.plan is not None:
         write_text(args.output, answer.plan.to_csv())
     else:
