@@ -78,7 +78,7 @@ def measure(sources: tuple[str, ...], together: str, settings: GASettings) -> li
     """One table row: the pooled GA plan, its bound, and each model's own GA plan (same settings)."""
     pool = pool_inputs(sources, together)
     pooled = solve(pool.problem, "ga", settings, workers=1)
-    c = compare_alone(pool, pooled.peak, lambda p: solve(p, "ga", settings, workers=1))
+    c = compare_alone(pool, pooled, lambda p: solve(p, "ga", settings, workers=1))
     joined = joined_bound(pool) if together == "concurrent" else None
     bound = max(c.pooled_lower_bound, joined or 0)
     mark = " \\*" if joined is not None and joined > c.pooled_lower_bound else ""

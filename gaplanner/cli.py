@@ -153,7 +153,7 @@ def _plan(args: argparse.Namespace) -> int:
             plan = _solve(args, problem, on_progress=progress)
             data = plan.to_dict()
             if pool is not None:
-                data["pool"] = _compare_alone(args, pool, plan.peak)
+                data["pool"] = _compare_alone(args, pool, plan)
     finally:
         progress.close()
     text = plan.to_csv() if args.format == "csv" else json.dumps(data, indent=2)
@@ -169,9 +169,9 @@ def _solve(args: argparse.Namespace, problem: Problem, **callbacks: Any) -> Plan
     )
 
 
-def _compare_alone(args: argparse.Namespace, pool: Pool, pooled_peak: int) -> dict[str, Any]:
+def _compare_alone(args: argparse.Namespace, pool: Pool, pooled: Plan | MemoryPlan) -> dict[str, Any]:
     """Each model planned alone by the same search, beside the pooled arena (says so on stderr)."""
-    comparison = compare_alone(pool, pooled_peak, lambda p: _solve(args, p))
+    comparison = compare_alone(pool, pooled, lambda p: _solve(args, p))
     print(
         f"pooled {comparison.pooled_peak} bytes; alone: sum {comparison.sum_alone}, largest "
         f"{comparison.max_alone}",
@@ -200,7 +200,7 @@ def _answer_fit(args: argparse.Namespace, problem: Problem, capacity: int | None
         data = answer.to_dict()
         if pool is not None and answer.plan is not None:
             with contextlib.redirect_stdout(sys.stderr):
-                data["pool"] = _compare_alone(args, pool, answer.plan.peak)
+                data["pool"] = _compare_alone(args, pool, answer.plan)
         write_text(args.output, json.dumps(data, indent=2))
     if not answer.fits:
         print(f"gaplanner: does not fit: {answer.proof or answer.reason}", file=sys.stderr)

@@ -41,6 +41,8 @@ class ModelAlone:
     id: str
     peak: int
     lower_bound: int
+    #: the access cost, for plans across memories
+    cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class PoolComparison:
     pooled_peak: int
     pooled_lower_bound: int
     alone: tuple[ModelAlone, ...]
+    #: the pooled plan's access cost, for plans across memories
+    pooled_cost: float | None = None
 
     @property
     def sum_alone(self) -> int:
@@ -64,15 +68,24 @@ class PoolComparison:
         return max(m.peak for m in self.alone)
 
     def to_dict(self) -> dict[str, Any]:
+        costs = {}
+        if self.pooled_cost is not None:  # across memories the models also compete for the fast ones
+            alone_cost = sum(m.cost or 0.0 for m in self.alone)
+            costs = {"cost": self.pooled_cost, "sum_alone_cost": alone_cost}
         return {
             "together": self.together,
             "shared": list(self.shared),
             "peak": self.pooled_peak,
             "lower_bound": self.pooled_lower_bound,
-            "models": [{"id": m.id, "peak": m.peak, "lower_bound": m.lower_bound} for m in self.alone],
+            "models": [
+                {"id": m.id, "peak": m.peak, "lower_bound": m.lower_bound}
+                | ({} if m.cost is None else {"cost": m.cost})
+                for m in self.alone
+            ],
             "sum_alone": self.sum_alone,
             "max_alone": self.max_alone,
             "saving": self.sum_alone - self.pooled_peak,
+            **costs,
         }
 
 
@@ -148,13 +161,15 @@ def pool_inputs(
 
 
 def compare_alone(
-    pool: Pool, pooled_peak: int, plan_one: Callable[[Problem], Plan | MemoryPlan]
+    pool: Pool, pooled: Plan | MemoryPlan, plan_one: Callable[[Problem], Plan | MemoryPlan]
 ) -> PoolComparison:
-    """Plan each model of ``pool`` on its own (``plan_one``) beside the pooled arena ``pooled_peak``."""
+    """Plan each model of ``pool`` on its own (``plan_one``) beside the pooled plan."""
     alone = []
     for model, problem in pool.models:
         plan = plan_one(problem)
-        alone.append(ModelAlone(model, plan.peak, int(problem.lower_bound)))
+        cost = plan.cost if isinstance(plan, MemoryPlan) else None
+        alone.append(ModelAlone(model, plan.peak, int(problem.lower_bound), cost))
+    pooled_cost = pooled.cost if isinstance(pooled, MemoryPlan) else None
     return PoolComparison(
-        pool.together, pool.shared, pooled_peak, int(pool.problem.lower_bound), tuple(alone)
+        pool.together, pool.shared, pooled.peak, int(pool.problem.lower_bound), tuple(alone), pooled_cost
     )

@@ -32,7 +32,9 @@ def tensor_layout(plan: dict) -> tuple[dict[str, int], dict[str, int]]:
 def test_two_chains_pool_to_the_known_optimum(capsys, tmp_path: Path, how: str, pooled: int) -> None:
     a = write(tmp_path, "a.json", chain("a", [16, 16]))  # alone: 32 bytes
     b = write(tmp_path, "b.json", chain("b", [32, 32]))  # alone: 64 bytes
-    code, out, err = run(capsys, "plan", a, b, "--together", how, "--generations", "3", "--workers", "1", "-q")
+    code, out, err = run(
+        capsys, "plan", a, b, "--together", how, "--generations", "3", "--workers", "1", "-q"
+    )
     assert code == 0, err
     plan = json.loads(out)
     assert plan["peak"] == pooled and plan["lower_bound"] <= pooled
@@ -128,3 +130,19 @@ def test_bad_combinations_are_one_line_and_exit_2(
     code, out, err = run(capsys, "plan", *[names.get(a, a) for a in argv], "--algorithm", "first-fit")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and words in err
+
+
+def test_inputs_with_the_same_memories_pool_and_report_costs(capsys, tmp_path: Path) -> None:
+    memories = [{"id": "sram", "capacity": 32, "read_cost": 1}, {"id": "dram", "read_cost": 10}]
+    a = write(tmp_path, "a.json", {**chain("a", [16, 16]), "memories": memories})
+    b = write(tmp_path, "b.json", {**chain("b", [32, 32]), "memories": memories})
+    quick = ("--generations", "30", "-q")
+    code, out, err = run(capsys, "plan", a, b, "--together", *quick)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["cost"] == 768 and {m["id"] for m in plan["memories"]} == {"sram", "dram"}
+    assert [m["cost"] for m in plan["pool"]["models"]] == [64, 704]  # each alone: the same SRAM to itself
+    assert plan["pool"]["cost"] == 768 == plan["pool"]["sum_alone_cost"]
+    code, out, err = run(capsys, "plan", a, b, "--concurrent", *quick)
+    assert code == 0, err
+    assert json.loads(out)["pool"]["cost"] == 1344  # at the same time they share the SRAM's 32 bytes
