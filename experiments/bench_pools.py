@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +58,21 @@ def model_sets(models: Path | None) -> list[tuple[str, ...]]:
     return sets
 
 
+def kv_pair(folder: Path) -> tuple[str, str, list[str]] | None:
+    """A prefill and a decode model sharing their KV cache (:mod:`experiments.models.kv_pair`), or None
+    without torch."""
+    try:
+        from experiments.models.kv_pair import export_pair
+    except ImportError:
+        return None
+    try:
+        prefill, decode, shared = export_pair(folder)
+    except ImportError as exc:
+        print(f"no prefill/decode pair: {exc}", file=sys.stderr)
+        return None
+    return str(prefill), str(decode), shared
+
+
 def joined_bound(pool: Pool) -> int | None:
     """The sum of the models' own lower bounds where it holds, else None.
 
@@ -74,16 +91,19 @@ def joined_bound(pool: Pool) -> int | None:
     return sum(int(p.lower_bound) for _, p in pool.models)
 
 
-def measure(sources: tuple[str, ...], together: str, settings: GASettings) -> list[object]:
+def measure(
+    sources: tuple[str, ...], together: str, settings: GASettings, shared: Sequence[str] = ()
+) -> list[object]:
     """One table row: the pooled GA plan, its bound, and each model's own GA plan (same settings)."""
-    pool = pool_inputs(sources, together)
+    pool = pool_inputs(sources, together, shared)
     pooled = solve(pool.problem, "ga", settings, workers=1)
     c = compare_alone(pool, pooled, lambda p: solve(p, "ga", settings, workers=1))
     joined = joined_bound(pool) if together == "concurrent" else None
     bound = max(c.pooled_lower_bound, joined or 0)
     mark = " \\*" if joined is not None and joined > c.pooled_lower_bound else ""
+    names = " + ".join(m.id for m in c.alone) + (" (KV cache shared)" if shared else "")
     return [
-        " + ".join(m.id for m in c.alone), together, pool.problem.n, f"{bound:,}{mark}",
+        names, together, pool.problem.n, f"{bound:,}{mark}",
         f"{c.pooled_peak:,}", f"{c.pooled_peak / bound:.4f}", f"{c.sum_alone:,}", f"{c.max_alone:,}",
         f"{c.pooled_peak / c.sum_alone:.4f}", f"{c.pooled_peak / c.max_alone:.4f}",
     ]  # fmt: skip
@@ -98,7 +118,11 @@ def notes(ratios: dict[str, list[tuple[float, float]]], time_limit: float) -> st
         "because every block of one model conflicts with every block of the others (checked on the "
         "pooled problem). *Sum alone*: every model in its own arena, planned alone by the same GA (the "
         "baseline: nothing shared between models). *Largest alone*: the arena of the model that needs the "
-        "most when planned alone. Every plan is verified.",
+        "most when planned alone. *prefill + decode*: a two-layer GPT-style decoder written for this "
+        "benchmark (`experiments/models/kv_pair.py`: hidden 256, 4 heads, a 128-token prompt, exported "
+        "to ONNX); prefill writes each layer's keys and values and decode, one token, reads them: "
+        "pooled, they are one shared buffer (`--shared`) that persists across both; alone, each model "
+        "holds its own copy. Every plan is verified.",
     ]
     for together, pairs in ratios.items():
         if pairs:
@@ -126,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         for together in ("sequential", "concurrent"):
             rows.append(measure(sources, together, settings))
             ratios[together].append((float(rows[-1][-2]), float(rows[-1][-1])))
+            print(*rows[-1], sep="  ", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        kv = kv_pair(Path(folder))
+        if kv is not None:  # decode runs after prefill: one after another only
+            rows.append(measure(kv[:2], "sequential", settings, kv[2]))
             print(*rows[-1], sep="  ", file=sys.stderr, flush=True)
     command = "PYTHONPATH=. python -m experiments.bench_pools " + " ".join(
         sys.argv[1:] if argv is None else argv
