@@ -141,7 +141,11 @@ def _pool(args: argparse.Namespace) -> Pool | None:
 
 def _plan(args: argparse.Namespace) -> int:
     pool = _pool(args)
-    problem = pool.problem if pool is not None else load_problem(args.input[0], rules=_rules(args))
+    problem = (
+        pool.problem
+        if pool is not None
+        else load_problem((args.input or [DEFAULT_INPUT])[0], rules=_rules(args))
+    )
     problem, capacity = fits_question(problem, args.capacity)
     if asks_fit(problem, capacity):
         return _answer_fit(args, problem, capacity, pool)

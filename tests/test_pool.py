@@ -140,3 +140,21 @@ def test_pool_documents_carry_memories_and_pins_name_the_model(tmp_path: Path) -
     path.write_text(json.dumps({"models": [{"id": "x", "document": buffers}], "memories": SRAM_DRAM}))
     with pytest.raises(InputError, match="memories apply to pools of graphs"):
         load_problem(path)
+
+
+def test_the_bundled_pool_example_shares_its_kv_cache_and_memories() -> None:
+    from gaplanner.memory_search import solve_memories
+
+    problem = load_problem("example:prefill_decode_pool")
+    assert problem.memories.ids == ("sram", "dram")
+    assert "kv" in problem.tensors.ids and "decode/kv" not in problem.tensors.ids
+    plan = solve_memories(problem, "spill-greedy")
+    rows = {row["id"]: row for row in plan.tensor_rows()}
+    live_with_kv = ["decode/token", "decode/q", "decode/attended", "decode/out", "prefill/hidden"]
+    for tid in live_with_kv:  # the cache persists while decode runs and while prefill finishes
+        a, b = rows[tid], rows["kv"]
+        same_memory = a["memory"] == b["memory"]
+        assert not (
+            same_memory
+            and overlap({tid: a["offset"], "kv": b["offset"]}, {tid: a["size"], "kv": b["size"]}, tid, "kv")
+        )

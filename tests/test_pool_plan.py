@@ -146,3 +146,9 @@ def test_inputs_with_the_same_memories_pool_and_report_costs(capsys, tmp_path: P
     code, out, err = run(capsys, "plan", a, b, "--concurrent", *quick)
     assert code == 0, err
     assert json.loads(out)["pool"]["cost"] == 1344  # at the same time they share the SRAM's 32 bytes
+
+
+def test_plan_without_an_input_still_plans_the_default(capsys) -> None:
+    code, out, err = run(capsys, "plan", "--algorithm", "first-fit", "-q")
+    assert code == 0, err
+    assert json.loads(out)["name"] == "resnet50@2"
