@@ -142,3 +142,11 @@ def test_one_arena_plans_carry_no_memory_fields(client: TestClient, tmp_path: Pa
     plan = job["plan"]
     assert {"memories", "cost", "fits", "capacity"}.isdisjoint(plan)
     assert all(set(b) == {"id", "offset", "size"} for b in plan["blocks"])
+
+
+def test_a_bundled_pool_with_memories_plans_by_name(client: TestClient) -> None:
+    job = finish(client, submit(client, "example:prefill_decode_pool", **QUICK))
+    assert job["status"] == "done", job
+    check_memory_plan("example:prefill_decode_pool", job["plan"])
+    tensors = {t["id"] for t in job["plan"]["tensors"]}
+    assert "kv" in tensors and {"prefill/h1", "decode/out"} <= tensors
