@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 
 from gaplanner.errors import GaplannerError, InputError, PlanError
-from gaplanner.fits import decide_fit, fits_question, memories_fit
+from gaplanner.fits import answer_fit, asks_fit, fits_question
 from gaplanner.ga import GASettings
 from gaplanner.io import load_problem, read_memories, read_offsets, read_tensor_offsets, write_text
+from gaplanner.memory_plan import MemoryPlan
 from gaplanner.model_check import check_tensor_plan
-from gaplanner.plan import GenerationRecord
+from gaplanner.plan import GenerationRecord, Plan
+from gaplanner.pool import TOGETHER
+from gaplanner.pool_plan import Pool, compare_alone, pool_inputs
 from gaplanner.problem import Problem
 from gaplanner.rules import INPLACE_CHOICES, Rules
 from gaplanner.schema import document_json_schema
@@ -119,58 +122,90 @@ def _add_rules_options(parser: argparse.ArgumentParser) -> None:
 EXIT_DOES_NOT_FIT = 3
 
 
+def _pool(args: argparse.Namespace) -> Pool | None:
+    """The inputs pooled when ``--together`` asks for it (None: one input planned alone)."""
+    inputs = args.input or [DEFAULT_INPUT]
+    together = "concurrent" if args.concurrent else args.together
+    if together is None:
+        if len(inputs) > 1:
+            raise InputError(f"{len(inputs)} inputs: plan them in one pool with --together", "input")
+        if args.shared:
+            raise InputError("shared tensors apply to a pool of models; add --together", "--shared")
+        return None
+    try:
+        return pool_inputs(inputs, together, args.shared or (), _rules(args))
+    except InputError as exc:  # name the flag: "--shared: no model has a tensor 'kv'"
+        flag = {"shared": "--shared", "together": "--together"}.get(exc.field or "")
+        raise InputError(exc.reason, flag or exc.field) from None
+
+
 def _plan(args: argparse.Namespace) -> int:
-    problem = load_problem(args.input, rules=_rules(args))
+    pool = _pool(args)
+    problem = (
+        pool.problem
+        if pool is not None
+        else load_problem((args.input or [DEFAULT_INPUT])[0], rules=_rules(args))
+    )
     problem, capacity = fits_question(problem, args.capacity)
-    if capacity is not None or _all_bounded(problem):
-        return _answer_fit(args, problem, capacity)
+    if asks_fit(problem, capacity):
+        return _answer_fit(args, problem, capacity, pool)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
         # stdout carries the plan only: what prints during the search (Ray's notes on a dead
         # worker, say) goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            plan = solve(
-                problem,
-                args.algorithm,
-                _settings(args, args.algorithm),
-                on_progress=progress,
-                workers=args.workers,
-                ray_address=args.ray_address,
-            )
+            plan = _solve(args, problem, on_progress=progress)
+            data = plan.to_dict()
+            if pool is not None:
+                data["pool"] = _compare_alone(args, pool, plan)
     finally:
         progress.close()
-    text = plan.to_csv() if args.format == "csv" else json.dumps(plan.to_dict(), indent=2)
+    text = plan.to_csv() if args.format == "csv" else json.dumps(data, indent=2)
     write_text(args.output, text)
     return 0
 
 
-def _all_bounded(problem: Problem) -> bool:
-    """Memories that all have a capacity: whether the input fits is a question."""
-    return problem.memories is not None and bool((problem.memories.capacities >= 0).all())
-
-
-def _answer_fit(args: argparse.Namespace, problem: Problem, capacity: int | None) -> int:
-    """Fits (the plan, exit 0) or does not fit (the best found and any proof, exit 3)."""
+def _solve(args: argparse.Namespace, problem: Problem, **callbacks: Any) -> Plan | MemoryPlan:
+    """``solve`` with the algorithm, settings and workers the flags give."""
     settings = _settings(args, args.algorithm)
-    if capacity is None:
-        answer = memories_fit(lambda p: solve(p, args.algorithm, settings), problem)
-    else:
-        progress = ProgressLine(problem.lower_bound, args.quiet)
+    return solve(
+        problem, args.algorithm, settings, workers=args.workers, ray_address=args.ray_address, **callbacks
+    )
 
-        def solve_one(p: Problem, s: GASettings, **callbacks: object) -> object:
-            return solve(
-                p, args.algorithm, s, workers=args.workers, ray_address=args.ray_address, **callbacks
-            )  # type: ignore[arg-type]
 
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                answer = decide_fit(problem, capacity, solve_one, settings, on_progress=progress)
-        finally:
-            progress.close()
+def _compare_alone(args: argparse.Namespace, pool: Pool, pooled: Plan | MemoryPlan) -> dict[str, Any]:
+    """Each model planned alone by the same search, beside the pooled arena (says so on stderr)."""
+    comparison = compare_alone(pool, pooled, lambda p: _solve(args, p))
+    print(
+        f"pooled {comparison.pooled_peak} bytes; alone: sum {comparison.sum_alone}, largest "
+        f"{comparison.max_alone}",
+        file=sys.stderr,
+    )
+    return comparison.to_dict()
+
+
+def _answer_fit(args: argparse.Namespace, problem: Problem, capacity: int | None, pool: Pool | None) -> int:
+    """Fits (the plan, exit 0) or does not fit (the best found and any proof, exit 3)."""
+    progress = ProgressLine(problem.lower_bound, args.quiet)
+
+    def solve_one(p: Problem, s: GASettings | None, **callbacks: Any) -> Plan | MemoryPlan:
+        return solve(p, args.algorithm, s, workers=args.workers, ray_address=args.ray_address, **callbacks)
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            answer = answer_fit(
+                problem, capacity, solve_one, _settings(args, args.algorithm), on_progress=progress
+            )
+    finally:
+        progress.close()
     if answer.fits and args.format == "csv" and answer.plan is not None:
         write_text(args.output, answer.plan.to_csv())
     else:
-        write_text(args.output, json.dumps(answer.to_dict(), indent=2))
+        data = answer.to_dict()
+        if pool is not None and answer.plan is not None:
+            with contextlib.redirect_stdout(sys.stderr):
+                data["pool"] = _compare_alone(args, pool, answer.plan)
+        write_text(args.output, json.dumps(data, indent=2))
     if not answer.fits:
         print(f"gaplanner: does not fit: {answer.proof or answer.reason}", file=sys.stderr)
     return 0 if answer.fits else EXIT_DOES_NOT_FIT
@@ -219,6 +254,26 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
         help="the GA alone, as the patent describes it (no exact probes)",
     )
     group.add_argument("--quiet", "-q", action="store_true", help="no progress line on stderr")
+
+
+def _add_pool_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("several models in one pool")
+    group.add_argument(
+        "--together",
+        nargs="?",
+        const="sequential",
+        choices=TOGETHER,
+        help="plan the inputs as models sharing one pool: one after another (sequential, the default) "
+        "or at the same time (concurrent); the plan also gives each model's arena planned alone",
+    )
+    group.add_argument("--concurrent", action="store_true", help="the same as --together concurrent")
+    group.add_argument(
+        "--shared",
+        action="append",
+        metavar="TENSOR",
+        help="a tensor the models share by name, one buffer persisting across them all (a KV cache); "
+        "repeat for several",
+    )
 
 
 def _verify_memories(problem: Problem, plan: str) -> int:
@@ -423,10 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="plan an input and print the verified plan")
     plan.add_argument(
         "input",
-        nargs="?",
-        default=DEFAULT_INPUT,
+        nargs="*",
         help="graph/buffer JSON, MiniMalloc CSV, ONNX model, example:NAME or zoo:NAME[@N] "
-        f"(default {DEFAULT_INPUT})",
+        f"(default {DEFAULT_INPUT}); several with --together",
     )
     plan.add_argument("--algorithm", choices=ALGORITHMS, default="ga")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
@@ -439,6 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_search_options(plan)
     _add_rules_options(plan)
+    _add_pool_options(plan)
     workers = plan.add_argument_group("workers (Ray)")
     workers.add_argument(
         "--workers",

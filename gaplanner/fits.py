@@ -136,3 +136,34 @@ def memories_fit(solve_memories: Any, problem: Problem) -> FitAnswer:
             False, None, None, problem.lower_bound, None, time.perf_counter() - started, None, str(exc)
         )
     return FitAnswer(True, None, plan.peak, problem.lower_bound, None, time.perf_counter() - started, plan)
+
+
+def asks_fit(problem: Problem, capacity: int | None) -> bool:
+    """Whether planning ``problem`` (from :func:`fits_question`) is a does-it-fit question.
+
+    It is with a capacity, and for memories that all have one (nothing can spill
+    to an unbounded memory).
+    """
+    bounded = problem.memories is not None and bool((problem.memories.capacities >= 0).all())
+    return capacity is not None or bounded
+
+
+def answer_fit(
+    problem: Problem,
+    capacity: int | None,
+    solve_one: Any,
+    settings: GASettings | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+) -> FitAnswer:
+    """The answer to the question :func:`asks_fit` found, for one arena or for memories.
+
+    ``solve_one(problem, settings, on_progress=..., should_stop=...)`` runs the
+    chosen search, as for :func:`decide_fit`.
+    """
+    if capacity is not None:
+        return decide_fit(
+            problem, capacity, solve_one, settings, on_progress=on_progress, should_stop=should_stop
+        )
+    return memories_fit(lambda p: solve_one(p, settings, should_stop=should_stop), problem)

@@ -21,7 +21,7 @@ import numpy as np
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
 from gaplanner.rules import Rules
-from gaplanner.schema import parse_document
+from gaplanner.schema import Document, parse_document
 from gaplanner.zoo import ZOO_PREFIX, zoo_document
 
 EXAMPLE_PREFIX = "example:"
@@ -186,6 +186,41 @@ def load_problem(source: Source, rules: Rules | None = None) -> Problem:
 
         return build_problem(import_onnx(path), path.name.rsplit(".", 1)[0], rules)
     return problem_from_text(path.name, _read_text(path), rules)
+
+
+def _buffer_document(problem: Problem) -> Document:
+    """A CSV's buffers as a buffer-list document (interval lifetimes only)."""
+    if problem.clocks is not None:
+        raise InputError(
+            "a CSV with vector-clock lifetimes cannot join a pool; give interval lifetimes", "input"
+        )
+    buffers = [
+        {"id": bid, "lower": int(lo), "upper": int(up), "size": int(size)}
+        for bid, lo, up, size in zip(problem.ids, problem.lower, problem.upper, problem.sizes, strict=True)
+    ]
+    return parse_document({"name": problem.name, "buffers": buffers})
+
+
+def load_document(source: str | Path) -> Document:
+    """The graph or buffer-list document of any input :func:`load_problem` reads by name or path.
+
+    For pooling several inputs (:mod:`gaplanner.pool`): an ONNX model or a zoo
+    network gives its graph, a MiniMalloc CSV its buffers; a pool document is
+    refused (it is already several models).
+    """
+    if str(source).startswith(ZOO_PREFIX):
+        return zoo_document(str(source))
+    path = _resolve(source)
+    if path.suffix.lower() == ".onnx":
+        from gaplanner.onnx_import import import_onnx
+
+        return import_onnx(path)
+    if path.suffix.lower() == ".csv":
+        return _buffer_document(problem_from_csv_text(_read_text(path), path.name.rsplit(".", 1)[0]))
+    data = _read_json(path)
+    if isinstance(data, dict) and "models" in data:
+        raise InputError(f"{path.name} is already a pool of several models; pool single models", "input")
+    return parse_document(data)
 
 
 def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:

@@ -26,7 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gaplanner.errors import InputError
 from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
 from gaplanner.rules import Rules
-from gaplanner.schema import Document, Identifier, Operator, SyncEdge, Tensor, field_path, parse_document
+from gaplanner.schema import (
+    Document,
+    Identifier,
+    Memory,
+    Operator,
+    SyncEdge,
+    Tensor,
+    field_path,
+    parse_document,
+)
 
 TOGETHER: tuple[str, ...] = ("sequential", "concurrent")
 #: Separator between a model's id and its own ids in the pooled document.
@@ -51,6 +60,9 @@ class PoolDocument(BaseModel):
     models: Annotated[list[PooledModel], Field(min_length=1)]
     together: Literal["sequential", "concurrent"] = "sequential"
     shared: list[Identifier] = Field(default_factory=list, description="Tensor ids shared by the models.")
+    memories: list[Memory] | None = Field(
+        None, description="One memory map for every model (graphs); the models may pin tensors to them."
+    )
 
 
 def _check_ids(models: Sequence[tuple[str, Document]]) -> None:
@@ -71,6 +83,12 @@ def _shared_sizes(models: Sequence[tuple[str, Document]], shared: Sequence[str])
                 raise InputError(
                     f"shared tensor {tensor.id!r} has {tensor.nbytes} bytes in model {model_id!r}, "
                     f"{found[tensor.id].nbytes} before",
+                    f"models[{k}].document.tensors",
+                )
+            if tensor.id in found and found[tensor.id].memory != tensor.memory:
+                raise InputError(
+                    f"shared tensor {tensor.id!r} is pinned to memory {tensor.memory!r} in model "
+                    f"{model_id!r}, {found[tensor.id].memory!r} before",
                     f"models[{k}].document.tensors",
                 )
             found.setdefault(tensor.id, tensor)
@@ -107,7 +125,11 @@ def _renamed_operators(model_id: str, doc: Document, rename: Any, core_base: int
 
 
 def _pool_graphs(
-    models: Sequence[tuple[str, Document]], together: str, shared: Sequence[str], keep_outputs: bool
+    models: Sequence[tuple[str, Document]],
+    together: str,
+    shared: Sequence[str],
+    keep_outputs: bool,
+    memories: list[Memory] | None,
 ) -> Document:
     shared_tensors = _shared_sizes(models, shared)
     tensors: list[Tensor] = list(shared_tensors.values())
@@ -148,9 +170,10 @@ def _pool_graphs(
         tensors=tensors,
         operators=operators,
         sync=sync,
-        inputs=[t for t in shared_tensors if t not in written]
-        + [f"{m}{MODEL_SEP}{t}" for m, doc in models for t in (doc.inputs or [])],
+        # each model's own inputs are written by its feed when it starts
+        inputs=[t for t in shared_tensors if t not in written],
         outputs=list(shared_tensors),
+        memories=memories,
     )
 
 
@@ -205,23 +228,61 @@ def _pool_buffers(models: Sequence[tuple[str, Document]], together: str, name: s
     return replace(problem, alignments=np.array(alignments, np.int64))  # each model keeps its own alignment
 
 
+def _memory_map(models: Sequence[tuple[str, Document]], memories: list[Memory] | None) -> list[Memory] | None:
+    """The pool's one memory map: ``memories`` if given, else the one the models list; they must agree."""
+    source = "the pool's" if memories is not None else None
+    for k, (model_id, doc) in enumerate(models):
+        if doc.memories is None:
+            continue
+        if memories is None:
+            memories, source = doc.memories, f"model {model_id!r}'s"
+        elif doc.memories != memories:
+            raise InputError(
+                f"lists other memories than {source}; the models of a pool share one memory map",
+                f"models[{k}].document.memories",
+            )
+    return memories
+
+
+def _check_pins(models: Sequence[tuple[str, Document]], memories: list[Memory] | None) -> None:
+    """Each tensor pinned to a memory names one of the pool's (errors name the model's field)."""
+    known = [m.id for m in memories or []]
+    for k, (_, doc) in enumerate(models):
+        for i, tensor in enumerate(doc.tensors or []):
+            if tensor.memory is not None and tensor.memory not in known:
+                lists = f"the pool lists {', '.join(known)}" if known else "the pool lists no memories"
+                raise InputError(
+                    f"no memory {tensor.memory!r}; {lists}", f"models[{k}].document.tensors[{i}].memory"
+                )
+
+
 def pool_problem(
     models: Sequence[tuple[str, Document]],
     together: str = "sequential",
     shared: Sequence[str] = (),
     rules: Rules | None = None,
     name: str = "pool",
+    memories: list[Memory] | None = None,
 ) -> Problem:
-    """The pooled problem of several models (see the module doc)."""
+    """The pooled problem of several models (see the module doc).
+
+    ``memories``: one memory map for every model (graphs only); without it,
+    the memories the models' documents list, which must then be the same.
+    """
     if together not in TOGETHER:
         raise InputError(f"must be one of {', '.join(TOGETHER)}, got {together!r}", "together")
     _check_ids(models)
     graphs = [doc.is_graph for _, doc in models]
+    memory_map = _memory_map(models, memories)
     if all(graphs):
         keep_outputs = rules.keep_outputs if rules is not None else True
-        return build_problem(_pool_graphs(models, together, shared, keep_outputs), name, rules)
+        _check_pins(models, memory_map)
+        pooled = _pool_graphs(models, together, shared, keep_outputs, memory_map)
+        return build_problem(pooled, name, rules)
     if any(graphs):
         raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
+    if memory_map is not None:
+        raise InputError("memories apply to pools of graphs; buffer lists pool into one arena", "memories")
     if shared:
         raise InputError("shared tensors name graph tensors; buffer lists share nothing", "shared")
     return _pool_buffers(models, together, name)
@@ -245,4 +306,4 @@ def problem_from_pool_document(
         except InputError as exc:
             where = f"models[{k}].document" + (f".{exc.field}" if exc.field else "")
             raise InputError(exc.reason, where) from None
-    return pool_problem(models, pool.together, pool.shared, rules, name or pool.name or "pool")
+    return pool_problem(models, pool.together, pool.shared, rules, name or pool.name or "pool", pool.memories)

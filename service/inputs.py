@@ -15,7 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gaplanner.errors import InputError
+from gaplanner.fits import fits_question
 from gaplanner.io import load_problem
+from gaplanner.memory_search import MEMORY_ALGORITHMS
 from gaplanner.problem import build_problem
 from gaplanner.rules import Rules
 from gaplanner.schema import Buffer, Document, parse_document
@@ -111,17 +113,25 @@ def rules_from_options(options: dict[str, Any]) -> Rules:
     )
 
 
-def _problem(graph: Any, settings: ServiceSettings, rules: Rules):
+def _problem(kind: str, graph: Any, settings: ServiceSettings, rules: Rules, algorithm: str):
     """The problem of a request's ``graph``, with the server's limits applied first.
 
-    Documents with ``memories`` are planned by the CLI and the library only, so far.
+    A document with ``memories`` is planned across them (plan jobs only; a
+    comparison plans one arena), by an algorithm that plans across memories.
     """
     problem = _one_arena_problem(graph, settings, rules)
-    if problem.memories is not None:
+    if problem.memories is None:
+        return problem
+    if kind == "compare":
+        raise ApiError(
+            422, "a comparison plans one arena; submit documents with memories to /v1/plans", "graph.memories"
+        )
+    question, _ = fits_question(problem, None)  # one memory with a capacity: a one-arena question
+    if question.memories is not None and algorithm not in MEMORY_ALGORITHMS:
         raise ApiError(
             422,
-            "the service plans one arena; plan documents with memories with 'gaplanner plan'",
-            "graph.memories",
+            f"{algorithm} plans one arena; with memories choose from {', '.join(MEMORY_ALGORITHMS)}",
+            "options.algorithm",
         )
     return problem
 
@@ -196,7 +206,8 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
     """A validated job: options within the server's caps, an input that builds a problem."""
     options = _options(kind, request.options.model_dump(), settings)  # type: ignore[attr-defined]
     graph = request.graph  # type: ignore[attr-defined]
-    problem = _problem(graph, settings, rules_from_options(options))
+    algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
+    problem = _problem(kind, graph, settings, rules_from_options(options), algorithm)
     return NewJob(
         id=uuid.uuid4().hex,
         kind=kind,

@@ -157,25 +157,59 @@ class Progress(BaseModel):
     evaluations: int | None = None
 
 
+def _absent(value: Any) -> bool:
+    """Fields of plans across memories are left out of one-arena plans (and the other way round)."""
+    return value is None
+
+
 class PlanBlock(BaseModel):
     id: str
-    offset: int
+    memory: str | None = Field(
+        None, description="The memory it is in (documents with `memories`).", exclude_if=_absent
+    )
+    offset: int = Field(description="Bytes from the start of its memory (or of the one arena).")
     size: int
 
 
+class MemoryUse(BaseModel):
+    """One memory of a plan across memories."""
+
+    id: str
+    capacity: int | None = Field(description="Bytes; null for an unbounded memory.")
+    peak: int = Field(description="The highest byte used in it.")
+    blocks: int = Field(description="Blocks placed in it.")
+    read_cost: float
+    write_cost: float
+
+
 class PlanResult(BaseModel):
-    """The plan JSON `gaplanner plan` prints, less the trace (served at .../trace)."""
+    """The plan JSON `gaplanner plan` prints, less the trace (served at .../trace).
+
+    One arena: `peak`, `lower_bound`, `ratio`, `optimal`. Across memories (a
+    document with `memories`): `memories` (each memory's peak and blocks), each
+    block's `memory`, the total access `cost` and `cost_lower_bound`; `peak` is
+    the sum of the memories' peaks. A document whose memories all have a
+    capacity (or one memory with a capacity) asks whether it fits: `fits` is
+    true on a plan (a job that does not fit fails, saying why).
+    """
 
     model_config = ConfigDict(extra="allow")
 
     name: str
     algorithm: str
     peak: int
-    lower_bound: int
-    ratio: float
-    optimal: bool
+    lower_bound: int | None = Field(None, exclude_if=_absent)
+    ratio: float | None = Field(None, exclude_if=_absent)
+    optimal: bool | None = Field(None, exclude_if=_absent)
     elapsed_seconds: float
     blocks: list[PlanBlock]
+    memories: list[MemoryUse] | None = Field(None, exclude_if=_absent)
+    cost: float | None = Field(
+        None, description="Bytes written and read, times their memory's cost per byte.", exclude_if=_absent
+    )
+    cost_lower_bound: float | None = Field(None, description="No plan costs less.", exclude_if=_absent)
+    fits: bool | None = Field(None, exclude_if=_absent)
+    capacity: int | None = Field(None, exclude_if=_absent)
 
 
 ComparisonRow = model_of(LibraryComparisonRow, "ComparisonRow")

@@ -99,10 +99,34 @@ class _Reporter:
         return self.stopped
 
 
+def _plan(
+    problem: Any, algorithm: str, settings: Any, hooks: dict[str, Any], options: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The plan and its JSON, as ``gaplanner plan`` makes them: a does-it-fit question (memories that
+    all have a capacity) is answered, and a plan that does not fit is an error naming why."""
+    from gaplanner.fits import answer_fit, asks_fit, fits_question
+    from gaplanner.memory_search import DoesNotFit
+    from gaplanner.solve import solve
+
+    extra = _extra(solve, options)
+    problem, capacity = fits_question(problem, None)
+    if not asks_fit(problem, capacity):
+        plan = solve(problem, algorithm, settings, **hooks, **extra)
+        return plan, plan.to_dict()
+
+    def solve_one(p: Any, s: Any, **callbacks: Any) -> Any:
+        return solve(p, algorithm, s, **callbacks, **extra)
+
+    answer = answer_fit(problem, capacity, solve_one, settings, **hooks)
+    if not answer.fits or answer.plan is None:
+        raise DoesNotFit(f"does not fit: {answer.proof or answer.reason}")
+    return answer.plan, answer.to_dict()
+
+
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Plan (or compare on) one input; what the store keeps of the result."""
     from gaplanner.io import load_problem
-    from gaplanner.solve import compare, settings_for, solve
+    from gaplanner.solve import compare, settings_for
     from service.inputs import rules_from_options
 
     if _progress is not None and slot is not None:  # which process runs the job, should one die
@@ -134,8 +158,7 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
             "peak": min(r.peak for r in rows),
         }
     else:
-        plan = solve(problem, algorithm, settings, **hooks, **_extra(solve, options))
-        data = plan.to_dict()
+        plan, data = _plan(problem, algorithm, settings, hooks, options)
         trace = data.pop("trace", None)
         result = {
             "plan": data,

@@ -86,3 +86,75 @@ def test_buffer_lists_pool_in_time_or_on_clocks() -> None:
     two = parse_document({"buffers": [{"id": "y", "lower": 5, "upper": 6, "size": 7}]})
     assert pool_problem([("a", one), ("b", two)], "sequential").lower_bound == 10
     assert pool_problem([("a", one), ("b", two)], "concurrent").lower_bound == 17
+
+
+SRAM_DRAM = [{"id": "sram", "capacity": 32, "read_cost": 1}, {"id": "dram", "read_cost": 10}]
+
+
+@pytest.mark.parametrize(("together", "cost"), [("sequential", 768), ("concurrent", 1344)])
+def test_models_in_one_pool_share_one_memory_map(together: str, cost: int) -> None:
+    """Each tensor is written once and read once: 2 per byte in SRAM, 20 in DRAM.
+
+    One after another, each model has the 32-byte SRAM to itself: a's two
+    16-byte tensors both fit, of b's two 32-byte ones (live at once) one does:
+    64 + 64 + 640. At the same time every tensor meets every other, so the SRAM
+    holds 32 bytes in all: 1920 (all in DRAM) - 18 * 32.
+    """
+    from gaplanner.ga import GASettings
+    from gaplanner.memory_search import solve_memories
+
+    a, b = parse_document(chain("a", [16, 16])), parse_document(chain("b", [32, 32]))
+    memories = parse_document({**chain("m", [1]), "memories": SRAM_DRAM}).memories
+    problem = pool_problem([("a", a), ("b", b)], together, memories=memories)
+    assert problem.memories.cost_lower_bound() == 2 * 96
+    for algorithm in ("ga", "spill-greedy", "first-fit"):
+        plan = solve_memories(problem, algorithm, GASettings(generations=30) if algorithm == "ga" else None)
+        assert plan.cost >= cost
+        if algorithm == "ga":
+            assert plan.cost == cost
+        assert all(peak <= 32 for peak in plan.peaks[:1])
+
+
+def test_pool_documents_carry_memories_and_pins_name_the_model(tmp_path: Path) -> None:
+    a = {**chain("a", [16, 16]), "memories": SRAM_DRAM}
+    a["tensors"][0]["memory"] = "dram"
+    pool = {"models": [{"id": "a", "document": a}, {"id": "b", "document": chain("b", [32, 32])}]}
+    path = tmp_path / "pool.json"
+    path.write_text(json.dumps(pool))
+    problem = load_problem(path)
+    assert problem.memories.ids == ("sram", "dram")
+    assert problem.memories.pinned_memory[list(problem.ids).index("a/a0")] == 1
+    b = pool["models"][1]["document"]
+    b["memories"] = [*SRAM_DRAM[:1], {"id": "hbm"}]
+    path.write_text(json.dumps(pool))
+    with pytest.raises(InputError, match="lists other memories than model 'a'") as caught:
+        load_problem(path)
+    assert caught.value.field == "models[1].document.memories"
+    del b["memories"]
+    b["tensors"][1]["memory"] = "tcm"
+    path.write_text(json.dumps(pool))
+    with pytest.raises(InputError, match="no memory 'tcm'; the pool lists sram, dram") as caught:
+        load_problem(path)
+    assert caught.value.field == "models[1].document.tensors[1].memory"
+    buffers = {"buffers": [{"id": "x", "lower": 0, "upper": 1, "size": 4}]}
+    path.write_text(json.dumps({"models": [{"id": "x", "document": buffers}], "memories": SRAM_DRAM}))
+    with pytest.raises(InputError, match="memories apply to pools of graphs"):
+        load_problem(path)
+
+
+def test_the_bundled_pool_example_shares_its_kv_cache_and_memories() -> None:
+    from gaplanner.memory_search import solve_memories
+
+    problem = load_problem("example:prefill_decode_pool")
+    assert problem.memories.ids == ("sram", "dram")
+    assert "kv" in problem.tensors.ids and "decode/kv" not in problem.tensors.ids
+    plan = solve_memories(problem, "spill-greedy")
+    rows = {row["id"]: row for row in plan.tensor_rows()}
+    live_with_kv = ["decode/token", "decode/q", "decode/attended", "decode/out", "prefill/hidden"]
+    for tid in live_with_kv:  # the cache persists while decode runs and while prefill finishes
+        a, b = rows[tid], rows["kv"]
+        same_memory = a["memory"] == b["memory"]
+        assert not (
+            same_memory
+            and overlap({tid: a["offset"], "kv": b["offset"]}, {tid: a["size"], "kv": b["size"]}, tid, "kv")
+        )

@@ -331,15 +331,15 @@ BAD_BODIES = {
         "graph.tensors[0]",
         "more than 2**53 bytes",
     ),
-    "graph with memories": (
+    "graph pinned to an unknown memory": (
         {
             "graph": {
                 "memories": [{"id": "sram", "capacity": 64}, {"id": "dram"}],
-                "buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 4}],
+                "buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 4, "memory": "tcm"}],
             }
         },
-        "graph.memories",
-        "plans one arena",
+        "graph.buffers[0].memory",
+        "no memory 'tcm'",
     ),
     "options unknown": ({"graph": SEED000, "options": {"speed": 1}}, "options.speed", "Extra inputs"),
     "options algorithm": ({"graph": SEED000, "options": {"algorithm": "magic"}}, "options.algorithm", "ga"),
