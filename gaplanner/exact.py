@@ -148,90 +148,117 @@ def _targets(lo: int, peak: int) -> dict[int, tuple[str | int, ...]]:
     return targets
 
 
-def search_parts(
-    problem: Problem,
-    incumbent: np.ndarray,
-    deadline: float,
-    started: float | None = None,
-    known_bound: int = 0,
-    on_event: Callable[[dict[str, float | int]], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> SearchResult:
-    """Improve the ``incumbent`` offsets part by part until ``deadline`` (a perf_counter time).
+class PartsSearch:
+    """Exact probes part by part, resumable: :meth:`run` searches until a deadline and can be called
+    again, going on where it stopped; :meth:`offer` takes a better plan found elsewhere (the GA's).
 
     ``known_bound``: a bound on every plan's peak proved before (by an earlier search).
-    ``on_event``: called with each event (the best peak or the bound changed);
-    ``should_stop``: asked every :data:`STOP_CHECK_SECONDS`, True ends the search early.
     """
-    started = time.perf_counter() if started is None else started
-    offsets = np.asarray(incumbent, np.int64).copy()
-    states, kept = [], 0  # kept: the peak of the parts too large to search
-    for blocks in components(problem):
-        hi = int((offsets[blocks] + problem.sizes[blocks]).max())
-        if not searchable(problem, blocks):
-            kept = max(kept, hi)
-            continue
-        part = make_part(problem, blocks)
-        states.append(
-            PartState(part, min(_round_up(part.bound, part.grain), hi), hi, offsets[blocks].copy(), {})
+
+    def __init__(self, problem: Problem, incumbent: np.ndarray, started: float | None = None,
+                 known_bound: int = 0) -> None:  # fmt: skip
+        self.problem = problem
+        self.started = time.perf_counter() if started is None else started
+        self.offsets = np.asarray(incumbent, np.int64).copy()
+        self.states: list[PartState] = []
+        self.kept: list[np.ndarray] = []  # the parts too large to search: their plan is kept
+        for blocks in components(problem):
+            hi = int((self.offsets[blocks] + problem.sizes[blocks]).max())
+            if not searchable(problem, blocks):
+                self.kept.append(blocks)
+                continue
+            part = make_part(problem, blocks)
+            lo = min(_round_up(part.bound, part.grain), hi)
+            self.states.append(PartState(part, lo, hi, self.offsets[blocks].copy(), {}))
+        bound = min(max(problem.lower_bound, known_bound), self.peak())
+        self.lo = max([bound, *(s.lo for s in self.states)])
+        self.events: list[dict[str, float | int]] = []
+        self.nodes, self.slicer, self.stopped = 0, Slicer(), False
+
+    def kept_peak(self) -> int:
+        return max((int((self.offsets[b] + self.problem.sizes[b]).max()) for b in self.kept), default=0)
+
+    def peak(self) -> int:
+        return max([self.kept_peak(), *(s.hi for s in self.states)])
+
+    def offer(self, offsets: np.ndarray) -> None:
+        """Take each part of ``offsets`` (a valid plan) that lies lower than the one held."""
+        sizes = self.problem.sizes
+        for s in self.states:
+            top = int((offsets[s.part.blocks] + s.part.sizes).max())
+            if top < s.hi:
+                s.hi, s.offsets = top, offsets[s.part.blocks].astype(np.int64)
+        for blocks in self.kept:
+            if (offsets[blocks] + sizes[blocks]).max() < (self.offsets[blocks] + sizes[blocks]).max():
+                self.offsets[blocks] = offsets[blocks]
+
+    def _note(self, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
+        elapsed = round(time.perf_counter() - self.started, 6)
+        self.events.append(
+            {"elapsed": elapsed, "peak": self.peak(), "lower_bound": self.lo, "nodes": self.nodes}
         )
-    peak_known = max([kept, *(s.hi for s in states)])
-    lo = max([min(max(problem.lower_bound, known_bound), peak_known), *(s.lo for s in states)])
-    events: list[dict[str, float | int]] = []
-    slicer, nodes = Slicer(), 0
-
-    def peak() -> int:
-        return max([kept, *(s.hi for s in states)])
-
-    def note() -> None:
-        elapsed = round(time.perf_counter() - started, 6)
-        events.append({"elapsed": elapsed, "peak": peak(), "lower_bound": lo, "nodes": nodes})
         if on_event is not None:
-            on_event(events[-1])
+            on_event(self.events[-1])
 
-    asked = [time.perf_counter()]
+    def run(
+        self,
+        deadline: float,
+        on_event: Callable[[dict[str, float | int]], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> SearchResult:
+        """Probe until ``deadline`` (a perf_counter time), the bound is met, or ``should_stop`` says so.
 
-    def stop_requested() -> bool:
-        if should_stop is None or time.perf_counter() - asked[0] < STOP_CHECK_SECONDS:
-            return False
-        asked[0] = time.perf_counter()
-        return should_stop()
+        ``on_event``: called with each event (the best peak or the bound changed);
+        ``should_stop``: asked every :data:`STOP_CHECK_SECONDS`, True ends the search early.
+        """
+        asked = time.perf_counter()
+        self.stopped = False
+        self._note(on_event)
+        while self.peak() > max(self.lo, self.kept_peak()) and time.perf_counter() < deadline:
+            if should_stop is not None and time.perf_counter() - asked >= STOP_CHECK_SECONDS:
+                asked = time.perf_counter()
+                if should_stop():
+                    self.stopped = True
+                    break
+            self._round(deadline, on_event)
+        return self.result()
 
-    note()
-    stopped = False
-    while peak() > max(lo, kept) and time.perf_counter() < deadline and not stopped:
-        targets = _targets(max(lo, kept), peak())
+    def _round(self, deadline: float, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
+        """One slice for each probe in turn, until one finds a plan or proves a bound."""
+        floor = max(self.lo, self.kept_peak())
+        targets = _targets(floor, self.peak())
         active = []
-        for s in states:
+        for s in self.states:
             wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
             s.probes = {key: s.probes.get(key) or _probe(s.part, *key) for key in wanted}
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
-            active += [
-                (s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == max(lo, kept)))
-            ]
+            active += [(s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == floor))]
         for s, probe in sorted(active, key=lambda sp: sp[1].target):
             begun, before = time.perf_counter(), probe.nodes
-            status = probe.run(slicer.budget)
-            slicer.measured(probe.nodes - before, time.perf_counter() - begun)
-            nodes += probe.nodes - before
+            status = probe.run(self.slicer.budget)
+            self.slicer.measured(probe.nodes - before, time.perf_counter() - begun)
+            self.nodes += probe.nodes - before
             if status == FOUND:
                 top = int((probe.offsets + s.part.sizes).max())
                 if top < s.hi:
                     s.hi, s.offsets = top, probe.offsets.copy()
-                note()
-                break
+                self._note(on_event)
+                return
             if status == INFEASIBLE:
                 s.lo = max(s.lo, _round_up(probe.target + 1, s.part.grain))
                 s.probes = {key: p for key, p in s.probes.items() if key[0] >= s.lo}
-                lo = max(lo, s.lo)
-                note()
-                break
-            if time.perf_counter() >= deadline or stop_requested():
-                stopped = time.perf_counter() < deadline
-                break
-    for s in states:
-        offsets[s.part.blocks] = s.offsets
-    return SearchResult(offsets, lo, peak() <= lo, nodes, tuple(events), stopped)
+                self.lo = max(self.lo, s.lo)
+                self._note(on_event)
+                return
+            if time.perf_counter() >= deadline:
+                return
+
+    def result(self) -> SearchResult:
+        offsets = self.offsets.copy()
+        for s in self.states:
+            offsets[s.part.blocks] = s.offsets
+        peak = self.peak()
+        return SearchResult(offsets, self.lo, peak <= self.lo, self.nodes, tuple(self.events), self.stopped)
 
 
 # --- the front door -----------------------------------------------------------------------------
@@ -245,7 +272,8 @@ def _bound_holds_for_every_plan(problem: Problem) -> bool:
     return not any(op.inplace for op in doc.operators or [])
 
 
-def _incumbent(problem: Problem) -> np.ndarray:
+def incumbent_plan(problem: Problem) -> np.ndarray:
+    """The offsets the exact search starts from: the better of first-fit's and greedy-size's plans."""
     from gaplanner.baselines import first_fit, greedy_size  # the baselines import the plan module too
 
     plans = [first_fit(problem), greedy_size(problem)]
@@ -272,8 +300,8 @@ def exact_search(
     problem: Problem,
     settings: ExactSettings | None = None,
     incumbent: np.ndarray | None = None,
-    known_bound: int = 0,
     *,
+    search: PartsSearch | None = None,
     seed: int = 0,
     on_progress: Callable[[GenerationRecord], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -283,14 +311,15 @@ def exact_search(
     The time limit counts from after the compiled code is loaded (:func:`warm_up`).
 
     ``incumbent``: offsets of a valid plan to start from (default: the better
-    of first-fit and greedy-size); ``known_bound``: a bound an earlier exact
-    search proved for this problem (its plan's ``lower_bound``). The plan is
-    ``optimal`` only when its peak meets a proved bound: the problem's own, or
-    one the search raised (``bound_origin`` "exact search"). Its trace has a
-    record each time the best peak or the bound changed (``evaluations``:
-    placements tried so far), passed to ``on_progress`` as it comes;
-    ``should_stop``: as for the GA, True ends the search with its best plan.
-    ``seed``: reported in the plan (the search itself is deterministic).
+    of first-fit and greedy-size). ``search``: a search begun before, to go on
+    with (its probes keep their work; ``incumbent`` is offered to it). The
+    plan is ``optimal`` only when its peak meets a proved bound: the problem's
+    own, or one the search raised (``bound_origin`` "exact search"). Its trace
+    has a record each time the best peak or the bound changed (``evaluations``:
+    placements tried so far; times from the search's start), passed to
+    ``on_progress`` as it comes; ``should_stop``: as for the GA, True ends the
+    search with its best plan. ``seed``: reported in the plan (the search
+    itself is deterministic).
     """
     from gaplanner.kernels import warm_up as warm_up_kernels
 
@@ -298,8 +327,10 @@ def exact_search(
     warm_up_kernels()  # the baselines' decoder, for the incumbent
     warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
-    if incumbent is None:
-        incumbent = _incumbent(problem)
+    if search is None:
+        search = PartsSearch(problem, incumbent_plan(problem) if incumbent is None else incumbent, started)
+    elif incumbent is not None:
+        search.offer(incumbent)
     records: list[GenerationRecord] = []
 
     def record(event: dict[str, float | int]) -> None:
@@ -308,8 +339,7 @@ def exact_search(
         if on_progress is not None:
             on_progress(records[-1])
 
-    deadline = started + settings.time_limit
-    result = search_parts(problem, incumbent, deadline, started, known_bound, record, should_stop)
+    result = search.run(started + settings.time_limit, record, should_stop)
     bound = problem.lower_bound
     if _bound_holds_for_every_plan(problem):
         bound = max(bound, result.lower_bound)
@@ -321,7 +351,7 @@ def exact_search(
     else:
         stop = "stopped by request" if result.stopped else "time limit"
     return make_plan(
-        problem, result.offsets, "exact", started, stop_reason=stop, trace=records,
+        problem, result.offsets, "exact", search.started, stop_reason=stop, trace=records,
         search=SearchStats(generations=len(records), evaluations=result.nodes, seed=seed),
         proved_bound=bound, bound_origin="exact search",
     )  # fmt: skip

@@ -8,8 +8,8 @@ None, the default, or a share given), the time limit is spent in three turns:
 2. the GA for the rest of the time but the exact share, its population
    seeded with the exact search's best plan (as an order by address, which
    first-fit decodes no higher);
-3. exact probes for what is left, from the better of the two plans, with the
-   bound the first turn proved.
+3. exact probes for what is left, going on where the first turn stopped
+   (its probes keep their work), with the GA's plan where it is better.
 
 The plan's trace is the three turns' records in turn (the exact search's
 ``evaluations``: placements tried), and its bound is the one the exact search
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from gaplanner.exact import ExactSettings, exact_search, searchable
+from gaplanner.exact import ExactSettings, PartsSearch, exact_search, incumbent_plan, searchable
 from gaplanner.exact import warm_up as warm_up_exact
 from gaplanner.ga import GASettings, ProgressCallback, StopCheck
 from gaplanner.kernels import warm_up as warm_up_kernels
@@ -68,8 +68,10 @@ class _Turns:
     on_progress: ProgressCallback | None
     trace: list[GenerationRecord] = field(default_factory=list)
 
-    def next_turn(self) -> ProgressCallback:
-        first, seconds = len(self.trace), time.perf_counter() - self.started
+    def next_turn(self, timed_from_start: bool = False) -> ProgressCallback:
+        """A turn's progress callback; ``timed_from_start``: its records' times count from the start."""
+        first = len(self.trace)
+        seconds = 0.0 if timed_from_start else time.perf_counter() - self.started
 
         def report(record: GenerationRecord) -> None:
             self.trace.append(_shifted(record, first, seconds))
@@ -101,10 +103,12 @@ def ga_then_exact(
     limit = settings.time_limit or 0.0
     turns = _Turns(started, on_progress)
 
-    def exact(seconds: float, incumbent: np.ndarray | None = None, known_bound: int = 0) -> Plan:
+    search = PartsSearch(problem, incumbent_plan(problem), started)  # its probes go on in the last turn
+
+    def exact(seconds: float, incumbent: np.ndarray | None = None) -> Plan:
         return exact_search(
-            problem, ExactSettings(time_limit=seconds), incumbent, known_bound, seed=settings.seed,
-            on_progress=turns.next_turn(), should_stop=should_stop,
+            problem, ExactSettings(time_limit=seconds), incumbent, search=search, seed=settings.seed,
+            on_progress=turns.next_turn(timed_from_start=True), should_stop=should_stop,
         )  # fmt: skip
 
     first = exact(limit * share / 2)
@@ -114,8 +118,7 @@ def ga_then_exact(
         plans.append(run_ga(ga_settings, (first.offsets,), turns.next_turn()))
         left = limit - (time.perf_counter() - started)
         if not _finished(plans[-1]) and left >= LEAST_EXACT_SECONDS:
-            best = min(plans, key=lambda plan: plan.peak)
-            plans.append(exact(left, best.offsets, first.lower_bound))
+            plans.append(exact(left, plans[-1].offsets))
     last = min(reversed(plans), key=lambda plan: plan.peak)
     ga_plan = plans[1] if len(plans) > 1 else None
     return make_plan(
