@@ -78,8 +78,8 @@ def ours(
 def summary(name: str, names: list[str], runs: list[SolverRun], best: dict[str, int]) -> list[object]:
     geomean = geometric_mean(run.peak / best[instance] for instance, run in zip(names, runs, strict=True))
     optimal = [run for run in runs if run.optimal]
-    median = statistics.median(run.found for run in optimal) if optimal else float("nan")
-    return [name, f"{geomean:.4f}", f"{len(optimal)} of {len(runs)}", f"{median:.2f}"]
+    median = f"{statistics.median(run.found for run in optimal):.2f}" if optimal else "–"
+    return [name, f"{geomean:.4f}", f"{len(optimal)} of {len(runs)}", median]
 
 
 def main(argv: list[str] | None = None) -> int:
