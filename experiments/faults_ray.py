@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments.faults_service import wait_for as wait_until
 from service.testing import check_plan, unreachable_bound_document
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,13 +159,11 @@ def stop_everything_in(hosts: Hosts, namespace: str) -> None:
 
 
 def wait_for(check: Callable[[], Any], seconds: float, what: str, interval: float = 0.25) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"{what}: not within {seconds:g} s")
+    """``check()`` once it is truthy; TimeoutError naming ``what`` after ``seconds``."""
+    value = wait_until(check, seconds, interval)
+    if not value:
+        raise TimeoutError(f"{what}: not within {seconds:g} s")
+    return value
 
 
 def start_cluster(hosts: Hosts, settings: RaySettings) -> None:

@@ -7,21 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gaplanner.cli import main
 from gaplanner.pool_plan import model_id, pool_inputs
+from tests.test_cli import run, write
 from tests.test_pool import chain, overlap
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write(tmp_path: Path, name: str, content: object) -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(content))
-    return str(path)
 
 
 def tensor_layout(plan: dict) -> tuple[dict[str, int], dict[str, int]]:
