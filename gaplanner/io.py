@@ -102,6 +102,8 @@ def _clock_column(rows: list[dict[str, str]], column: str, first_line: int) -> n
             clocks.append([int(part) for part in (row[column] or "").split(":")])
         except (TypeError, ValueError, OverflowError):
             raise InputError(f"expected an integer or a clock a:b:c, got {row[column]!r}", where) from None
+        if any(not -(2**62) < part < 2**62 for part in clocks[-1]):
+            raise InputError(f"clock components must lie within ±2**62, got {row[column]!r}", where)
         if len(clocks[-1]) != len(clocks[0]):
             raise InputError(
                 f"a clock of {len(clocks[-1])} components; the first row's have {len(clocks[0])}", where

@@ -99,6 +99,10 @@ def single_memory(problem: Problem, capacity: int | None, memory_id: str = "memo
     return MemorySystem((Memory(memory_id, capacity),), np.full(n, -1, np.int64), sizes, sizes.copy())
 
 
+#: The largest access cost per byte a memory may declare.
+MAX_COST_PER_BYTE = 1e12
+
+
 def _memories(doc: Document) -> tuple[Memory, ...]:
     declared = doc.memories or []
     if not declared:
@@ -121,6 +125,10 @@ def _memories(doc: Document) -> tuple[Memory, ...]:
             else (1.0 if previous is None else previous * DEFAULT_COST_STEP)
         )
         write = m.write_cost if m.write_cost is not None else read
+        for name, value in (("read_cost", read), ("write_cost", write)):
+            if not 0 <= value <= MAX_COST_PER_BYTE:  # beyond it, costs summed over the bytes overflow
+                reason = f"must lie in [0, {MAX_COST_PER_BYTE:g}], got {value:g}"
+                raise InputError(reason, f"memories[{i}].{name}")
         previous = read
         memories.append(
             Memory(m.id, m.capacity, int(np.lcm(alignment, doc.alignment)), float(read), float(write))

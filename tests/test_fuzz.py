@@ -1,0 +1,55 @@
+"""The fuzz targets: each input plans or is refused in one line; the crashes they found stay fixed."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+
+import pytest
+
+from experiments.fuzz import TARGETS, run_atheris, run_mutations, seeds
+from gaplanner import load_problem
+from gaplanner.errors import InputError
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_mutated_inputs_plan_or_are_refused(target) -> None:
+    if not seeds(target):
+        pytest.skip(f"no seed for {target}")
+    accepted = run_mutations(target, 300, seed=1)  # a crash raises
+    assert 0 < accepted < 300  # some mutations still plan, some are refused: both paths ran
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_every_seed_is_accepted(target) -> None:
+    assert all(TARGETS[target](data) for data in seeds(target))
+
+
+def test_a_huge_clock_component_is_refused_naming_its_line(tmp_path) -> None:
+    """Found by atheris: a vector-clock component beyond 64 bits raised OverflowError."""
+    crash = (
+        "aWQsbG93ZXIsdXBwZXIsc2l6ZSxvZmYzZSx0CmEsMDowLDE6XTAsNCwKYiwwOjEsMCw6CjI0LDAyOjc3Nzc3Nzc3Nzc3"
+        "Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Miw4LAo="
+    )
+    assert TARGETS["csv"](base64.b64decode(crash)) is False
+    path = tmp_path / "clocks.csv"
+    path.write_text("id,lower,upper,size\na,0:0,1:99999999999999999999999,4\n")
+    with pytest.raises(InputError) as caught:
+        load_problem(path)
+    assert caught.value.field == "line 2, column upper"
+
+
+def test_an_access_cost_that_would_overflow_is_refused() -> None:
+    """Found by the structured mutations: a read cost of 1e308 made every cost infinite."""
+    doc = {"buffers": [{"id": "a", "lower": 0, "upper": 2, "size": 8}],
+           "memories": [{"id": "dram", "read_cost": 1e308}]}  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        load_problem(doc)
+    assert caught.value.field == "memories[0].read_cost"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("atheris") is None, reason="atheris (extra fuzz) not installed")
+def test_atheris_runs_a_target_for_a_few_seconds(tmp_path) -> None:
+    result = run_atheris("json", 5, tmp_path)
+    assert result["exit"] == 0 and not result["crashes"], result["tail"]
+    assert result["inputs"] > 0
