@@ -19,9 +19,17 @@ class InputError(GaplannerError, ValueError):
     """
 
     def __init__(self, message: str, field: str | None = None) -> None:
-        self.field = field
-        self.reason = message
-        super().__init__(f"{field}: {message}" if field else message)
+        self.field = None if field is None else one_line(field)
+        self.reason = one_line(message)
+        super().__init__(f"{self.field}: {self.reason}" if self.field else self.reason)
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped: an error stays one line
+    even when it quotes a key or value of the input that holds them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class PlanError(GaplannerError):

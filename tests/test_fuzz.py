@@ -39,6 +39,13 @@ def test_a_huge_clock_component_is_refused_naming_its_line(tmp_path) -> None:
     assert caught.value.field == "line 2, column upper"
 
 
+def test_a_key_holding_a_line_break_is_refused_in_one_line() -> None:
+    """Found by atheris: a JSON key ``"te\\nsors"`` made the error message two lines."""
+    with pytest.raises(InputError) as caught:
+        load_problem({"name": "x", "te\nsors": []})
+    assert "\n" not in str(caught.value) and "te\\nsors" in str(caught.value)
+
+
 def test_an_access_cost_that_would_overflow_is_refused() -> None:
     """Found by the structured mutations: a read cost of 1e308 made every cost infinite."""
     doc = {"buffers": [{"id": "a", "lower": 0, "upper": 2, "size": 8}],
