@@ -249,13 +249,20 @@ def _aliases(
     return fields
 
 
+#: Rounds of folding and shape inference at most: each round's shapes let the next fold more.
+MAX_FOLD_ROUNDS = 4
+
+
 def fold_constants(model: Any) -> Any:
     """The model with its constant computations folded, as ONNX Runtime's basic level does.
 
     Exporters (PyTorch's TorchScript one, say) compute shapes at run time with
     ``Shape``/``Gather``/``Concat`` chains that ONNX shape inference does not
     evaluate; onnxscript's constant folding evaluates them, so the shapes become
-    static and the folded values become constants (weights, not planned). No
+    static and the folded values become constants (weights, not planned). A
+    shape computed from a tensor whose own shape only became known by folding
+    (Swin's padded windows) needs another round: fold, infer shapes, fold again,
+    while a round still removes nodes and some shape is still unknown. No
     other rewriting is done: every other node is planned as exported. Without
     onnxscript, or when it cannot handle the model, the model is returned as it
     was (shape inference then says which tensor stays unknown).
@@ -265,12 +272,49 @@ def fold_constants(model: Any) -> Any:
         from onnxscript.optimizer import fold_constants as fold
     except ImportError:
         return model
-    try:
-        folded = onnx_ir.serde.deserialize_model(model)
-        fold(folded, should_fold=lambda node: True)  # its default skips shape chains like Where(Equal(..))
-        return onnx_ir.serde.serialize_model(folded)
-    except Exception:  # the folder's own limits: plan the model as exported
-        return model
+    onnx = _onnx()
+    for _ in range(MAX_FOLD_ROUNDS):
+        nodes = len(model.graph.node)
+        try:
+            folded = onnx_ir.serde.deserialize_model(model)
+            fold(
+                folded, should_fold=lambda node: True
+            )  # its default skips shape chains like Where(Equal(..))
+            model = onnx_ir.serde.serialize_model(folded)
+        except Exception:  # the folder's own limits: plan the model as it stands
+            return model
+        if len(model.graph.node) == nodes or not _forget_unknown_shapes(model):
+            return model
+        try:
+            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:  # inconsistent: the strict inference after folding says where
+            return model
+    return model
+
+
+def _forget_unknown_shapes(model: Any) -> bool:
+    """Forget the shapes that are not fully known (value infos, outputs' shapes); whether there were any.
+
+    Shape inference keeps a shape it finds written rather than its own result, so
+    one written before a fold would hide the static shape the fold made known.
+    """
+    graph = model.graph
+    known = [v for v in graph.value_info if _static(v)]
+    unknown_outputs = [v for v in graph.output if not _static(v)]
+    if len(known) == len(graph.value_info) and not unknown_outputs:
+        return False
+    del graph.value_info[:]
+    graph.value_info.extend(known)
+    for value in unknown_outputs:
+        value.type.tensor_type.ClearField("shape")
+    return True
+
+
+def _static(value: Any) -> bool:
+    kind = value.type.WhichOneof("value")
+    if kind != "tensor_type" or not value.type.tensor_type.HasField("shape"):
+        return kind != "tensor_type"
+    return all(dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim)
 
 
 def import_onnx(

@@ -291,3 +291,45 @@ def test_a_shape_computed_at_run_time_is_folded_and_the_error_does_not_blame_the
     with pytest.raises(InputError, match="the model's inputs are static") as caught:
         import_onnx(model, fold=False)
     assert "--batch" not in str(caught.value)
+
+
+def padded_windows_model():
+    """Swin's window partition as its TorchScript export writes it: the padding is computed from x's
+    shape, and the windows' shape from the padded tensor's (known only once the padding is folded)."""
+    x = helper.make_tensor_value_info("x", F32, [1, 5, 4])
+    y = helper.make_tensor_value_info("y", F32, None)
+    scalar = numpy_helper.from_array
+    nodes = [
+        helper.make_node("Shape", ["x"], ["x_shape"]),
+        helper.make_node("Gather", ["x_shape", "one"], ["length"]),
+        helper.make_node("Mod", ["length", "window"], ["rest"]),
+        helper.make_node("Sub", ["window", "rest"], ["short"]),
+        helper.make_node("Mod", ["short", "window"], ["pad"]),
+        helper.make_node("Unsqueeze", ["pad", "axis0"], ["pad_1d"]),
+        helper.make_node("Concat", ["zeros4", "pad_1d", "zero"], ["pads"], axis=0),  # at the end of axis 1
+        helper.make_node("Pad", ["x", "pads"], ["padded"]),
+        helper.make_node("Shape", ["padded"], ["padded_shape"]),
+        helper.make_node("Gather", ["padded_shape", "one"], ["padded_length"]),
+        helper.make_node("Div", ["padded_length", "window"], ["windows"]),
+        helper.make_node("Unsqueeze", ["windows", "axis0"], ["windows_1d"]),
+        helper.make_node("Concat", ["one_1d", "windows_1d", "window_and_channels"], ["target"], axis=0),
+        helper.make_node("Reshape", ["padded", "target"], ["y"]),
+    ]
+    inits = [
+        scalar(np.array(1, np.int64), "one"),
+        scalar(np.array(7, np.int64), "window"),
+        scalar(np.array([0], np.int64), "axis0"),
+        scalar(np.zeros(4, np.int64), "zeros4"),
+        scalar(np.zeros(1, np.int64), "zero"),
+        scalar(np.array([1], np.int64), "one_1d"),
+        scalar(np.array([7, 4], np.int64), "window_and_channels"),
+    ]
+    return make_model(nodes, [x], [y], inits)
+
+
+def test_a_shape_that_depends_on_a_folded_padding_resolves_in_a_second_round(monkeypatch) -> None:
+    shapes = {t.id: t.shape for t in import_onnx(padded_windows_model()).tensors or []}
+    assert shapes == {"x": [1, 5, 4], "padded": [1, 7, 4], "y": [1, 1, 7, 4]}
+    monkeypatch.setattr("gaplanner.onnx_import.MAX_FOLD_ROUNDS", 1)
+    with pytest.raises(InputError, match="shape"):
+        import_onnx(padded_windows_model())

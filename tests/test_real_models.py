@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from gaplanner.baselines import first_fit
-from gaplanner.errors import InputError
 from gaplanner.problem import build_problem
 from gaplanner.rules import Rules
 from gaplanner.schema import Document
@@ -26,16 +25,7 @@ onnx = pytest.importorskip("onnx")
 from gaplanner.onnx_import import import_onnx  # noqa: E402
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "experiments" / "models" / "onnx"
-#: Exports whose full (unstripped) model does not import either, with the reason.
-DO_NOT_IMPORT = {
-    "swin.ts.onnx": "a Reshape's target shape is computed at run time from the padded window size",
-}
-MODELS = [
-    pytest.param(p, marks=pytest.mark.xfail(reason=DO_NOT_IMPORT[p.name], strict=True, raises=InputError))
-    if p.name in DO_NOT_IMPORT
-    else p
-    for p in sorted(MODELS_DIR.glob("*.onnx"))
-]
+MODELS = sorted(MODELS_DIR.glob("*.onnx"))
 
 
 def _writers(doc: Document) -> dict[str, int]:
