@@ -17,6 +17,11 @@ That clique need not be maximal in a partial order (blocks on another core,
 concurrent with all of them, are not live at ``t`` in the extension), so
 :func:`greedy_clique_bound` extends each instant's live set greedily with the
 heaviest common neighbours. Any clique's total size is a valid bound.
+
+Where those live sets are far from the heaviest clique (vector-clock programs,
+whose threads run unsynchronised between barriers), :func:`heaviest_clique`
+searches for it by branch and bound, starting from the greedy one; stopped by
+its node budget, it still returns the heaviest clique it found.
 """
 
 from __future__ import annotations
@@ -89,3 +94,82 @@ def greedy_clique_bound(
     if len(sizes) == 0:
         return 0
     return int(_greedy_clique_weight(lower, upper, sizes, indptr, indices))
+
+
+#: The work :func:`heaviest_clique` does at most (candidates coloured, summed over its nodes), so that
+#: building a problem stays fast.
+CLIQUE_WORK_BUDGET = 2_000_000
+#: Beyond this many blocks the search is not tried: its adjacency matrix is quadratic in them.
+MAX_CLIQUE_SEARCH_BLOCKS = 5_000
+
+
+@nb.njit(cache=True)
+def _colour_bounds(adjacent, weights, candidates):
+    """``candidates`` reordered by greedy colour classes (independent sets), and per position the sum,
+    over the classes up to its own, of each class's heaviest weight: no clique among the candidates up
+    to that position weighs more (it takes at most one block of each class)."""
+    m = len(candidates)
+    order = np.empty(m, np.int64)
+    bound = np.empty(m, np.int64)
+    coloured = np.zeros(m, np.bool_)
+    placed, total = 0, 0
+    while placed < m:
+        first, heaviest = placed, 0
+        for j in range(m):
+            if coloured[j]:
+                continue
+            v = candidates[j]
+            independent = True
+            for q in range(first, placed):
+                if adjacent[v, order[q]]:
+                    independent = False
+                    break
+            if independent:
+                order[placed] = v
+                placed += 1
+                coloured[j] = True
+                heaviest = max(heaviest, weights[v])
+        total += heaviest
+        bound[first:placed] = total
+    return order, bound
+
+
+@nb.njit(cache=True)
+def _expand(adjacent, weights, candidates, weight, best, budget):
+    """The heaviest clique weight found: ``best`` or a clique of ``weight`` plus some ``candidates``."""
+    budget[0] -= len(candidates)
+    if budget[0] < 0:
+        return best
+    order, bound = _colour_bounds(adjacent, weights, candidates)
+    for i in range(len(order) - 1, -1, -1):
+        if weight + bound[i] <= best:
+            return best
+        v = order[i]
+        grown = weight + weights[v]
+        best = max(best, grown)
+        below = order[:i]
+        common = below[adjacent[v, below]]
+        if len(common):
+            best = _expand(adjacent, weights, common, grown, best, budget)
+        if budget[0] < 0:
+            return best
+    return best
+
+
+def heaviest_clique(sizes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, known: int = 0,
+                    budget: int = CLIQUE_WORK_BUDGET) -> int:  # fmt: skip
+    """The weight of the heaviest clique of the conflict graph, or of the heaviest found within
+    ``budget``; never below ``known``, a clique weight found before, which prunes from the start.
+
+    A branch and bound with greedy colouring bounds (Carraghan and Pardalos's
+    search, weighted); every weight it returns is a real clique's. The budget
+    counts the candidates coloured, summed over the search's nodes.
+    """
+    n = len(sizes)
+    if n == 0 or n > MAX_CLIQUE_SEARCH_BLOCKS:
+        return known
+    adjacent = np.zeros((n, n), np.bool_)
+    adjacent[np.repeat(np.arange(n), np.diff(indptr)), indices] = True
+    candidates = np.argsort(-sizes, kind="stable").astype(np.int64)
+    work = np.array([budget], np.int64)
+    return int(_expand(adjacent, sizes.astype(np.int64), candidates, 0, int(known), work))

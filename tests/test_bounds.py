@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gaplanner import build_problem, load_problem
-from gaplanner.bounds import load_profile, max_load
+from gaplanner.bounds import greedy_clique_bound, heaviest_clique, load_profile, max_load
+from gaplanner.problem import problem_from_clocks
 from tests.oracles import brute_force_peaks, conflict_pairs
 from tests.strategies import SETTINGS, graph_documents
 
@@ -61,3 +62,55 @@ def test_known_bounds() -> None:
     assert load_problem("example:seed000_queue").lower_bound == 5120  # out1 + out3 + out4 at step 4
     graph = load_problem("example:multicore_fig1b")
     assert not graph.interval_conflicts and graph.lower_bound == max_clique_weight(graph)
+
+
+def heaviest_by_enumeration(sizes: np.ndarray, adjacent: np.ndarray) -> int:
+    n = len(sizes)
+    return max(
+        int(sizes[list(group)].sum())
+        for r in range(1, n + 1)
+        for group in itertools.combinations(range(n), r)
+        if all(adjacent[a, b] for a, b in itertools.combinations(group, 2))
+    )
+
+
+@st.composite
+def weighted_graphs(draw):
+    n = draw(st.integers(1, 10))
+    sizes = np.array(draw(st.lists(st.integers(1, 100), min_size=n, max_size=n)), np.int64)
+    pairs = list(itertools.combinations(range(n), 2))
+    chosen = draw(st.lists(st.booleans(), min_size=len(pairs), max_size=len(pairs)))
+    adjacent = np.zeros((n, n), bool)
+    for (a, b), edge in zip(pairs, chosen, strict=True):
+        adjacent[a, b] = adjacent[b, a] = edge
+    indptr = np.r_[0, np.cumsum(adjacent.sum(axis=1))].astype(np.int64)
+    return sizes, adjacent, indptr, np.nonzero(adjacent)[1].astype(np.int64)
+
+
+@SETTINGS
+@given(weighted_graphs(), st.integers(1, 60))
+def test_heaviest_clique_matches_enumeration_and_a_cut_search_still_returns_a_clique(graph, budget) -> None:
+    sizes, adjacent, indptr, indices = graph
+    exact = heaviest_by_enumeration(sizes, adjacent)
+    assert heaviest_clique(sizes, indptr, indices) == exact
+    cut = heaviest_clique(sizes, indptr, indices, budget=budget)  # a few nodes only: some clique's weight
+    assert cut <= exact
+    cliques = {
+        int(sizes[list(group)].sum())
+        for r in range(1, len(sizes) + 1)
+        for group in itertools.combinations(range(len(sizes)), r)
+        if all(adjacent[a, b] for a, b in itertools.combinations(group, 2))
+    }
+    assert cut in cliques | {0}
+
+
+def test_a_vector_clock_bound_finds_a_clique_no_instant_holds() -> None:
+    """Two threads: the live sets of the clocks' summed axis, even grown greedily, reach 8; the heaviest
+    set of pairwise conflicting buffers weighs 9."""
+    lower = np.array([[2, 0], [3, 0], [1, 2], [2, 1], [0, 2]])
+    upper = np.array([[2, 1], [4, 0], [2, 2], [2, 2], [1, 2]])
+    sizes = np.array([4, 3, 2, 3, 1])
+    problem = problem_from_clocks(sizes, lower, upper)
+    indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
+    assert greedy_clique_bound(problem.lower, problem.upper, sizes, indptr, indices) == 8
+    assert problem.lower_bound == 9 == max_clique_weight(problem)
