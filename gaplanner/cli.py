@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,12 +132,40 @@ def _pool(args: argparse.Namespace) -> Pool | None:
             raise InputError(f"{len(inputs)} inputs: plan them in one pool with --together", "input")
         if args.shared:
             raise InputError("shared tensors apply to a pool of models; add --together", "--shared")
+        if args.schedule:
+            raise InputError(
+                "a schedule interleaves a pool of models; add --together interleaved", "--schedule"
+            )
         return None
+    schedule = _read_schedule(args.schedule) if args.schedule else None
     try:
-        return pool_inputs(inputs, together, args.shared or (), _rules(args))
+        return pool_inputs(inputs, together, args.shared or (), _rules(args), schedule)
     except InputError as exc:  # name the flag: "--shared: no model has a tensor 'kv'"
-        flag = {"shared": "--shared", "together": "--together"}.get(exc.field or "")
+        field = exc.field or ""
+        flag = {"shared": "--shared", "together": "--together"}.get(field)
+        if field.startswith("schedule[") and args.schedule:  # "schedule[3]" is the file's fourth entry
+            flag = f"{args.schedule} (line {_schedule_line(args.schedule, int(field[9:-1]))})"
+        elif field == "schedule":
+            flag = "--schedule"
         raise InputError(exc.reason, flag or exc.field) from None
+
+
+def _schedule_line(path: str, entry: int) -> int:
+    """The line number of a schedule file's ``entry``-th operator (comments and blank lines skipped)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    numbered = [k + 1 for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    return numbered[entry]
+
+
+def _read_schedule(path: str) -> list[str]:
+    """A schedule file: one ``MODEL/operator`` per line (blank lines and ``#`` comments skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", "--schedule"
+        ) from None
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -263,8 +292,15 @@ def _add_pool_options(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         const="sequential",
         choices=TOGETHER,
-        help="plan the inputs as models sharing one pool: one after another (sequential, the default) "
-        "or at the same time (concurrent); the plan also gives each model's arena planned alone",
+        help="plan the inputs as models sharing one pool: one after another (sequential, the default), "
+        "at the same time (concurrent) or interleaved by --schedule; the plan also gives each model's "
+        "arena planned alone",
+    )
+    group.add_argument(
+        "--schedule",
+        metavar="FILE",
+        help="with --together interleaved: the models' operators in run order, one MODEL/operator a line "
+        "(MODEL: the input's file name without extension)",
     )
     group.add_argument("--concurrent", action="store_true", help="the same as --together concurrent")
     group.add_argument(

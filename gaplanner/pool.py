@@ -1,10 +1,12 @@
-"""Several models in one memory pool: run one after another, or at the same time.
+"""Several models in one memory pool: run one after another, at the same time, or interleaved.
 
 Each model keeps its own id namespace (``MODEL/tensor``). One after another
 (``sequential``), a model starts when the one before has finished, so every
 byte can be reused; at the same time (``concurrent``), each model runs on its
 own cores or streams and nothing live in one shares with anything live in
-another. A model's outputs are read by its caller when that model ends. A
+another; ``interleaved``, the models' operators run in a given order (a
+``schedule`` of ``MODEL/operator`` ids: a runtime time-slicing two models on
+one device), each model's own order kept. A model's outputs are read by its caller when that model ends. A
 tensor listed in ``shared`` (a KV cache read by a prefill and a decode model,
 say) is one buffer under its own name for every model that uses it, and
 persists across them all.
@@ -16,6 +18,7 @@ on vector clocks, one component per model, at the same time).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Any, Literal
@@ -37,7 +40,7 @@ from gaplanner.schema import (
     parse_document,
 )
 
-TOGETHER: tuple[str, ...] = ("sequential", "concurrent")
+TOGETHER: tuple[str, ...] = ("sequential", "concurrent", "interleaved")
 #: Separator between a model's id and its own ids in the pooled document.
 MODEL_SEP = "/"
 CALLER = "<caller>"  # reads a model's outputs when it ends
@@ -58,8 +61,12 @@ class PoolDocument(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str | None = None
     models: Annotated[list[PooledModel], Field(min_length=1)]
-    together: Literal["sequential", "concurrent"] = "sequential"
+    together: Literal["sequential", "concurrent", "interleaved"] = "sequential"
     shared: list[Identifier] = Field(default_factory=list, description="Tensor ids shared by the models.")
+    schedule: list[Identifier] | None = Field(
+        None,
+        description="With together 'interleaved': every model's operators (MODEL/operator) in run order.",
+    )
     memories: list[Memory] | None = Field(
         None, description="One memory map for every model (graphs); the models may pin tensors to them."
     )
@@ -130,6 +137,7 @@ def _pool_graphs(
     shared: Sequence[str],
     keep_outputs: bool,
     memories: list[Memory] | None,
+    schedule: Sequence[str] | None = None,
 ) -> Document:
     shared_tensors = _shared_sizes(models, shared)
     tensors: list[Tensor] = list(shared_tensors.values())
@@ -143,9 +151,15 @@ def _pool_graphs(
             return t if t in shared_tensors else f"{model_id}{MODEL_SEP}{t}"
 
         tensors += [
-            t.model_copy(update={"id": rename(t.id)}) for t in doc.tensors or [] if t.id not in shared
+            t.model_copy(update={"id": rename(t.id), "part_of": t.part_of and rename(t.part_of)})
+            for t in doc.tensors or []
+            if t.id not in shared
         ]
         ops = _renamed_operators(model_id, doc, rename, core_base)
+        sync += [
+            SyncEdge(before=f"{model_id}{MODEL_SEP}{e.before}", after=f"{model_id}{MODEL_SEP}{e.after}")
+            for e in doc.sync
+        ]
         inputs = [rename(t) for t in _model_inputs(doc) if t not in shared_tensors]
         feed = Operator(id=f"{model_id}{MODEL_SEP}{FEED}", outputs=inputs, core=core_base)
         sync += [SyncEdge(before=feed.id, after=op.id) for op in _firsts(ops) if op.core != feed.core]
@@ -159,10 +173,12 @@ def _pool_graphs(
         )
         sync += [SyncEdge(before=op.id, after=caller.id) for op in _lasts(ops) if op.core != caller.core]
         operators += [feed, *ops, caller]
-        previous_ends = [caller.id]
+        previous_ends = [caller.id] if together == "sequential" else []
         cores = {op.core for op in doc.operators or []}
         if together == "concurrent":
             core_base += max(cores) + 1
+    if together == "interleaved":
+        operators, sync = _interleaved(models, operators, sync, schedule or [])
     written = {t for op in operators for t in op.outputs}
     return Document(
         name=None,
@@ -175,6 +191,58 @@ def _pool_graphs(
         outputs=list(shared_tensors),
         memories=memories,
     )
+
+
+def _interleaved(
+    models: Sequence[tuple[str, Document]], operators: list[Operator], sync: list[SyncEdge],
+    schedule: Sequence[str],
+) -> tuple[list[Operator], list[SyncEdge]]:  # fmt: skip
+    """The pooled operators in ``schedule``'s order, each model's feed just before its first operator
+    and its caller just after its last, chained across cores so that the order holds everywhere."""
+    by_id = {op.id: op for op in operators}
+    position = _schedule_positions(schedule, by_id)
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for model_id, doc in models:
+        own = [f"{model_id}{MODEL_SEP}{op.id}" for op in doc.operators or []]
+        if not own:
+            raise InputError(f"model {model_id!r} has no operators to interleave", "schedule")
+        _check_model_order(own, position)
+        first[model_id], last[model_id] = position[own[0]], position[own[-1]]
+    ordered: list[Operator] = []
+    for k, op_id in enumerate(schedule):
+        model_id = op_id.split(MODEL_SEP, 1)[0]
+        if first[model_id] == k:
+            ordered.append(by_id[f"{model_id}{MODEL_SEP}{FEED}"])
+        ordered.append(by_id[op_id])
+        if last[model_id] == k:
+            ordered.append(by_id[f"{model_id}{MODEL_SEP}{CALLER}"])
+    chain = [SyncEdge(before=a.id, after=b.id) for a, b in itertools.pairwise(ordered) if a.core != b.core]
+    return ordered, [*sync, *chain]
+
+
+def _schedule_positions(schedule: Sequence[str], operators: dict[str, Operator]) -> dict[str, int]:
+    position: dict[str, int] = {}
+    for k, op_id in enumerate(schedule):
+        if op_id not in operators or op_id.endswith((FEED, CALLER)):
+            where = f"ids are MODEL{MODEL_SEP}operator"
+            raise InputError(f"no operator {op_id!r} in the pool ({where})", f"schedule[{k}]")
+        if op_id in position:
+            raise InputError(f"operator {op_id!r} is listed twice", f"schedule[{k}]")
+        position[op_id] = k
+    return position
+
+
+def _check_model_order(own: list[str], position: dict[str, int]) -> None:
+    """A model's operators are all scheduled, in the order its document runs them."""
+    if missing := [op_id for op_id in own if op_id not in position]:
+        raise InputError(f"operator {missing[0]!r} is not in the schedule", "schedule")
+    for before, after in itertools.pairwise(own):
+        if position[after] < position[before]:
+            raise InputError(
+                f"{after!r} is scheduled before {before!r}, which its model runs first",
+                f"schedule[{position[after]}]",
+            )
 
 
 def _model_inputs(doc: Document) -> list[str]:
@@ -263,24 +331,30 @@ def pool_problem(
     rules: Rules | None = None,
     name: str = "pool",
     memories: list[Memory] | None = None,
+    schedule: Sequence[str] | None = None,
 ) -> Problem:
     """The pooled problem of several models (see the module doc).
 
     ``memories``: one memory map for every model (graphs only); without it,
     the memories the models' documents list, which must then be the same.
+    ``schedule``: for ``interleaved``, every operator (``MODEL/operator``) in run order.
     """
     if together not in TOGETHER:
         raise InputError(f"must be one of {', '.join(TOGETHER)}, got {together!r}", "together")
+    if (schedule is not None) != (together == "interleaved"):
+        raise InputError("a schedule is given with together 'interleaved', and only then", "schedule")
     _check_ids(models)
     graphs = [doc.is_graph for _, doc in models]
     memory_map = _memory_map(models, memories)
     if all(graphs):
         keep_outputs = rules.keep_outputs if rules is not None else True
         _check_pins(models, memory_map)
-        pooled = _pool_graphs(models, together, shared, keep_outputs, memory_map)
+        pooled = _pool_graphs(models, together, shared, keep_outputs, memory_map, schedule)
         return build_problem(pooled, name, rules)
     if any(graphs):
         raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
+    if together == "interleaved":
+        raise InputError("an interleaving orders graph operators; buffer lists have none", "together")
     if memory_map is not None:
         raise InputError("memories apply to pools of graphs; buffer lists pool into one arena", "memories")
     if shared:
@@ -306,4 +380,6 @@ def problem_from_pool_document(
         except InputError as exc:
             where = f"models[{k}].document" + (f".{exc.field}" if exc.field else "")
             raise InputError(exc.reason, where) from None
-    return pool_problem(models, pool.together, pool.shared, rules, name or pool.name or "pool", pool.memories)
+    return pool_problem(
+        models, pool.together, pool.shared, rules, name or pool.name or "pool", pool.memories, pool.schedule
+    )

@@ -123,6 +123,7 @@ def pool_inputs(
     together: str = "sequential",
     shared: Sequence[str] = (),
     rules: Rules | None = None,
+    schedule: Sequence[str] | None = None,
 ) -> Pool:
     """Each input as one model (ids from their names), pooled; see :func:`gaplanner.pool.pool_problem`."""
     if not sources:
@@ -153,7 +154,7 @@ def pool_inputs(
     models = list(zip(ids, documents, strict=True))
     name = "+".join(ids)
     try:
-        pooled = pool_problem(models, together, shared, rules, name)
+        pooled = pool_problem(models, together, shared, rules, name, schedule=schedule)
         alone = tuple((i, build_problem(doc, i, rules)) for i, doc in models)
     except InputError as exc:
         raise _name_input(exc, sources) from None

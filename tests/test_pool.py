@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document
-from gaplanner.pool import pool_problem
+from gaplanner.pool import pool_problem, problem_from_pool_document
 from gaplanner.zoo import zoo_document
 
 
@@ -75,7 +75,7 @@ def test_pool_documents_load_and_bad_pools_are_one_clear_error(tmp_path: Path) -
     path.write_text(json.dumps({"models": docs, "shared": ["kv"]}))
     with pytest.raises(InputError, match="shared tensor 'kv' has 9 bytes"):
         load_problem(path)
-    path.write_text(json.dumps({"models": [{"id": "a", "document": a}], "together": "interleaved"}))
+    path.write_text(json.dumps({"models": [{"id": "a", "document": a}], "together": "alternating"}))
     with pytest.raises(InputError) as caught:
         load_problem(path)
     assert caught.value.field == "together"
@@ -158,3 +158,82 @@ def test_the_bundled_pool_example_shares_its_kv_cache_and_memories() -> None:
             same_memory
             and overlap({tid: a["offset"], "kv": b["offset"]}, {tid: a["size"], "kv": b["size"]}, tid, "kv")
         )
+
+
+def interleaving(schedule: list[str]) -> dict:
+    return {
+        "models": [
+            {"id": "a", "document": chain("a", [16, 16])},
+            {"id": "b", "document": chain("b", [32, 32])},
+        ],
+        "together": "interleaved",
+        "schedule": schedule,
+    }
+
+
+@pytest.mark.parametrize(
+    ("schedule", "bound"),
+    [
+        (["a/op0", "a/op1", "b/op0", "b/op1"], 64),  # one after the other: as sequential
+        (["a/op0", "b/op0", "b/op1", "a/op1"], 80),  # b runs while a0 waits for a/op1: a0 + b0 + b1
+    ],
+)
+def test_an_interleaving_keeps_alive_what_waits_across_the_other_model(schedule, bound) -> None:
+    problem = problem_from_pool_document(interleaving(schedule))
+    assert problem.lower_bound == bound
+    for algorithm in BASELINES.values():
+        plan = algorithm(problem)
+        assert plan.peak == bound  # two chains: every baseline reaches the bound
+        offsets = plan.tensor_offsets()
+        sizes = dict(zip(problem.tensors.ids, problem.tensors.sizes, strict=True))
+        if bound == 80:  # a0 is live from a/op0 to a/op1, so through all of b
+            assert not any(overlap(offsets, sizes, "a/a0", t) for t in ("b/b0", "b/b1"))
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"schedule": ["a/op0", "a/op1", "b/op0", "b/op9"]}, "schedule[3]", "no operator 'b/op9'"),
+        ({"schedule": ["a/op0", "a/op1", "b/op0", "a/op1"]}, "schedule[3]", "listed twice"),
+        ({"schedule": ["a/op0", "a/op1", "b/op0"]}, "schedule", "'b/op1' is not in the schedule"),
+        ({"schedule": ["a/op1", "a/op0", "b/op0", "b/op1"]}, "schedule[0]", "'a/op1' is scheduled before"),
+        ({"schedule": ["a/<feed>", "a/op0", "a/op1"]}, "schedule[0]", "no operator"),
+        ({"schedule": None}, "schedule", "only then"),
+        ({"together": "sequential"}, "schedule", "only then"),
+    ],
+)
+def test_bad_interleavings_are_one_clear_error(change: dict, field: str, words: str) -> None:
+    document = {**interleaving(["a/op0", "a/op1", "b/op0", "b/op1"]), **change}
+    with pytest.raises(InputError, match=words) as caught:
+        problem_from_pool_document(document)
+    assert caught.value.field == field
+
+
+def test_buffer_lists_cannot_be_interleaved() -> None:
+    buffers = parse_document({"buffers": [{"id": "x", "lower": 0, "upper": 2, "size": 4}]})
+    with pytest.raises(InputError, match="buffer lists have none") as caught:
+        pool_problem([("m", buffers), ("n", buffers)], "interleaved", schedule=[])
+    assert caught.value.field == "together"
+
+
+def two_cores_with_a_sync_edge() -> dict:
+    """Core 1 starts c0 only after a1 on core 0 (a sync edge, no data between them): A and C can share."""
+    return {
+        "tensors": [{"id": t, "size": 8} for t in ("A", "B", "C", "D")],
+        "operators": [
+            {"id": "a0", "outputs": ["A"]},
+            {"id": "a1", "inputs": ["A"], "outputs": ["B"]},
+            {"id": "c0", "outputs": ["C"], "core": 1},
+            {"id": "c1", "inputs": ["C"], "outputs": ["D"], "core": 1},
+        ],
+        "sync": [{"before": "a1", "after": "c0"}],
+        "outputs": ["B", "D"],
+    }
+
+
+@pytest.mark.parametrize("source", ["zoo:resnet50@2", "sync"])
+def test_a_model_pooled_alone_keeps_its_conflicts_split_tensors_and_sync_edges(source: str) -> None:
+    doc = parse_document(two_cores_with_a_sync_edge()) if source == "sync" else zoo_document("resnet50@2")
+    alone, pooled = build_problem(doc), pool_problem([("m", doc)])
+    assert pooled.n == alone.n and pooled.lower_bound == alone.lower_bound
+    assert len(pooled.conflicts.indices) == len(alone.conflicts.indices)

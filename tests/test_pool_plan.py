@@ -104,6 +104,10 @@ def test_zoo_networks_one_after_another_need_the_largest(capsys) -> None:
         (["A", "B", "--together", "--shared", "nope"], "--shared: no model has a tensor 'nope'"),
         (["A", "--shared", "kv"], "--shared: shared tensors apply to a pool of models"),
         (["A", "missing.json", "--together"], "no such file"),
+        (["A", "--schedule", "S"], "--schedule: a schedule interleaves a pool"),
+        (["A", "B", "--together", "interleaved", "--schedule", "S"], "s.txt (line 4): no operator 'b/op7'"),
+        (["A", "B", "--together", "interleaved"], "--schedule: a schedule is given with together"),
+        (["A", "B", "--together", "interleaved", "--schedule", "nope.txt"], "--schedule: cannot read"),
     ],
 )
 def test_bad_combinations_are_one_line_and_exit_2(
@@ -114,6 +118,7 @@ def test_bad_combinations_are_one_line_and_exit_2(
         "B": write(tmp_path, "b.json", chain("b", [16])),
         "C": write(tmp_path, "c.json", {"buffers": [{"id": "c", "lower": 0, "upper": 1, "size": 4}]}),
         "missing.json": str(tmp_path / "missing.json"),
+        "S": write_text(tmp_path / "s.txt", "a/op0\n# b runs once a is done\nb/op0\nb/op7\n"),
     }
     code, out, err = run(capsys, "plan", *[names.get(a, a) for a in argv], "--algorithm", "first-fit")
     assert code == 2 and out == ""
@@ -140,3 +145,20 @@ def test_plan_without_an_input_still_plans_the_default(capsys) -> None:
     code, out, err = run(capsys, "plan", "--algorithm", "first-fit", "-q")
     assert code == 0, err
     assert json.loads(out)["name"] == "resnet50@2"
+
+
+def write_text(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def test_an_interleaving_from_a_schedule_file(capsys, tmp_path: Path) -> None:
+    a = write(tmp_path, "a.json", chain("a", [16, 16]))
+    b = write(tmp_path, "b.json", chain("b", [32, 32]))
+    schedule = write_text(tmp_path / "order.txt", "a/op0\nb/op0\nb/op1\n\na/op1\n")
+    argv = ["plan", a, b, "--together", "interleaved", "--schedule", schedule, "--algorithm", "first-fit"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["peak"] == plan["lower_bound"] == 80  # a0 waits through all of b: a0 + b0 + b1
+    assert plan["pool"]["together"] == "interleaved" and plan["pool"]["sum_alone"] == 96
