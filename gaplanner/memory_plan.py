@@ -119,7 +119,7 @@ class MemoryPlan:
             }
             if ids[b] != tid:
                 row["shares_with"] = ids[b]
-            rows.append(row)
+            rows.append(row | tensors.device_fields(len(rows)))
         return rows
 
     def to_csv(self) -> str:

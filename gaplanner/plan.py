@@ -120,7 +120,7 @@ class Plan:
             row: dict[str, Any] = {"id": tid, "offset": int(self.offsets[b]), "size": int(size)}
             if ids[b] != tid:
                 row["shares_with"] = ids[b]
-            rows.append(row)
+            rows.append(row | tensors.device_fields(len(rows)))
         return rows
 
     def _search_dict(self) -> dict[str, Any]:
