@@ -272,6 +272,11 @@ def pool_problem(
     if together not in TOGETHER:
         raise InputError(f"must be one of {', '.join(TOGETHER)}, got {together!r}", "together")
     _check_ids(models)
+    for k, (_, doc) in enumerate(models):
+        if doc.devices is not None:
+            raise InputError(
+                "a pool does not take devices; plan this model on its own", f"models[{k}].document.devices"
+            )
     graphs = [doc.is_graph for _, doc in models]
     memory_map = _memory_map(models, memories)
     if all(graphs):
