@@ -62,11 +62,13 @@ def tensor_devices(
 ) -> TensorDevices:
     """The devices of each tensor's users (``users[t]``: operator indices writing or reading it).
 
-    ``fields``: per tensor its place in the document, for the error when no
-    memory is reachable by all its users.
+    ``fields``: per tensor its place in the document, for the errors. A
+    tensor pinned to a memory may go there only (so that no in-place write
+    joins it to a tensor whose units cannot reach that memory).
     """
     index = check_devices(doc)
-    devices, ops = doc.devices or [], doc.operators or []
+    devices, ops, tensors = doc.devices or [], doc.operators or [], doc.tensors or []
+    memory_ids = {m.id for m in doc.memories or []}
     names, alignments, memories = [], np.ones(len(users), np.int64), []
     for t, ops_using in enumerate(users):
         touching = sorted({index[d] for k in ops_using if (d := ops[k].device) is not None})
@@ -77,12 +79,18 @@ def tensor_devices(
             if devices[d].memories is not None:
                 own = frozenset(devices[d].memories)  # type: ignore[arg-type]
                 reach = own if reach is None else reach & own
+        reaches = "; ".join(
+            f"{devices[d].id!r} reaches {', '.join(devices[d].memories or ['every memory'])}"
+            for d in touching
+        )
         if reach is not None and not reach:
-            reaches = "; ".join(
-                f"{devices[d].id!r} reaches {', '.join(devices[d].memories or ['every memory'])}"
-                for d in touching
-            )
             reason = f"no memory is reachable by every unit using tensor {ids[t]!r} ({reaches})"
             raise InputError(reason, fields[t])
+        pin = tensors[t].memory if t < len(tensors) else None
+        if pin in memory_ids:  # an unknown one is refused with the other memory checks
+            if reach is not None and pin not in reach:
+                reason = f"memory {pin!r} is out of reach of a unit using tensor {ids[t]!r} ({reaches})"
+                raise InputError(reason, f"{fields[t]}.memory")
+            reach = frozenset({pin})  # type: ignore[arg-type]
         memories.append(reach)
     return TensorDevices(tuple(names), alignments, tuple(memories))

@@ -170,13 +170,6 @@ def _pins(doc: Document, problem: Problem, index: dict[str, int]) -> np.ndarray:
                 f"shares bytes with {problem.ids[block]!r}, which is pinned to another memory",
                 f"{where}.memory",
             )
-        reach = problem.reach[block] if problem.reach is not None else None
-        if reach is not None and memory not in reach:
-            raise InputError(
-                f"memory {memory!r} is out of reach of a device using it; those using it all reach "
-                f"{', '.join(sorted(reach))}",
-                f"{where}.memory",
-            )
         pinned[block] = index[memory]
     return pinned
 

@@ -99,6 +99,29 @@ def test_a_tensor_goes_to_a_memory_every_unit_using_it_reaches(algorithm) -> Non
     assert plan.cost_lower_bound == plan.cost
 
 
+def test_no_in_place_write_joins_tensors_whose_units_share_no_memory() -> None:
+    """``h`` lives where the TCM unit reaches (SRAM), ``o`` where the DSP does (DRAM): two buffers."""
+    doc = {
+        "devices": [
+            {"id": "npu", "memories": ["sram", "dram"]},
+            {"id": "tcm", "memories": ["sram"]},
+            {"id": "dsp", "memories": ["dram"]},
+        ],
+        "memories": [{"id": "sram", "capacity": 64}, {"id": "dram"}],
+        "tensors": [{"id": t, "size": 16} for t in ("x", "h", "o", "y")],
+        "operators": [
+            {"id": "load", "inputs": ["x"], "outputs": ["h"], "device": "tcm"},
+            {"id": "relu", "inputs": ["h"], "outputs": ["o"], "device": "npu", "inplace": {"o": "h"}},
+            {"id": "fft", "inputs": ["o"], "outputs": ["y"], "device": "dsp"},
+        ],
+    }
+    rows = {row["id"]: row for row in spill_greedy(load_problem(doc)).tensor_rows()}
+    assert rows["h"]["memory"] == "sram" and rows["o"]["memory"] == "dram" and "shares_with" not in rows["o"]
+    doc["devices"][2]["memories"] = ["sram", "dram"]  # the DSP reaches SRAM too: relu writes over h
+    rows = {row["id"]: row for row in spill_greedy(load_problem(doc)).tensor_rows()}
+    assert rows["o"]["shares_with"] == "h" and rows["o"]["memory"] == rows["h"]["memory"] == "sram"
+
+
 def test_a_split_graph_keeps_its_devices() -> None:
     doc = parse_document(
         {
@@ -197,7 +220,7 @@ BAD = {
     "pinned out of reach": (
         lambda d: d["tensors"][1].update(memory="sram"),
         "tensors[1].memory",
-        "out of reach of a device",
+        "memory 'sram' is out of reach of a unit using tensor 'a'",
     ),
     "device without a table": (
         lambda d: d.pop("devices"),
