@@ -77,7 +77,7 @@ def tensor_devices(
         for d in touching:
             alignments[t] = max(alignments[t], devices[d].alignment)  # powers of two: the largest is the lcm
             if devices[d].memories is not None:
-                own = frozenset(devices[d].memories)  # type: ignore[arg-type]
+                own = frozenset(devices[d].memories)
                 reach = own if reach is None else reach & own
         reaches = "; ".join(
             f"{devices[d].id!r} reaches {', '.join(devices[d].memories or ['every memory'])}"
@@ -91,6 +91,6 @@ def tensor_devices(
             if reach is not None and pin not in reach:
                 reason = f"memory {pin!r} is out of reach of a unit using tensor {ids[t]!r} ({reaches})"
                 raise InputError(reason, f"{fields[t]}.memory")
-            reach = frozenset({pin})  # type: ignore[arg-type]
+            reach = frozenset({pin})
         memories.append(reach)
     return TensorDevices(tuple(names), alignments, tuple(memories))
