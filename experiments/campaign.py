@@ -3,7 +3,8 @@
 Each seed makes one small problem of a kind the library accepts (a buffer
 list or arrays with alignment and pinned buffers, vector-clock buffers, a
 graph on one or several cores with views, in-place chances, workspaces,
-declared inputs and outputs and pinned tensors under random rules, several
+declared inputs and outputs, pinned tensors and operators on units of
+different alignments under random rules, several
 models in one pool one after another or at once). Every algorithm plans it,
 and each plan is checked against the campaign's own reading of the rules
 (experiments/oracle.py) and, where the problem is small, against the
@@ -136,6 +137,20 @@ def _graph(rng: np.random.Generator, cores: int) -> dict[str, Any]:
     return doc
 
 
+def _on_devices(doc: dict[str, Any], rng: np.random.Generator) -> None:
+    """Sometimes, a table of two units of different alignments and operators run on them (or on none)."""
+    if rng.random() >= 0.4:
+        return
+    doc["devices"] = [
+        {"id": "npu", "alignment": int(rng.choice([4, 8, 16]))},
+        {"id": "dsp", "alignment": int(rng.choice([1, 2, 4]))},
+    ]
+    for op in doc["operators"]:
+        unit = rng.choice(["npu", "dsp", ""])
+        if unit:
+            op["device"] = str(unit)
+
+
 def _rules(rng: np.random.Generator) -> dict[str, Any]:
     return {
         "keep_outputs": bool(rng.random() < 0.8),
@@ -156,7 +171,9 @@ def make_case(seed: int) -> dict[str, Any]:
         return {"kind": kind, "document": _buffer_document(rng, int(rng.integers(1, 7)))}
     if kind in ("graph", "multicore"):
         cores = 1 if kind == "graph" else int(rng.integers(2, 4))
-        return {"kind": kind, "document": _graph(rng, cores), "rules": _rules(rng)}
+        doc = _graph(rng, cores)
+        _on_devices(doc, np.random.default_rng((seed, 25)))  # its own stream: the graphs stay as they were
+        return {"kind": kind, "document": doc, "rules": _rules(rng)}
     together = str(rng.choice(["sequential", "concurrent"]))
     if rng.random() < 0.5:
         models = [{"id": f"m{k}", "document": _graph(rng, 1)} for k in range(2)]

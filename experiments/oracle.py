@@ -148,6 +148,12 @@ class GraphReading:
                 scratch = op["id"] + "#workspace"
                 self.sizes[scratch], self.alignment[scratch] = op["workspace"], base
                 self.touched[scratch] = {op["id"]}
+        units = {d["id"]: d.get("alignment", 1) for d in doc.get("devices") or []}
+        for op in ops:  # a unit's alignment holds for every tensor it reads or writes, and its scratch
+            if op.get("device") is not None:
+                scratch = [op["id"] + "#workspace"] if op.get("workspace") else []
+                for t in [*op.get("inputs", []), *op.get("outputs", []), *scratch]:
+                    self.alignment[t] = math.lcm(self.alignment[t], units[op["device"]])
         for t in set(doc.get("inputs") or []) | {
             t for t in self.touched if t not in written and "#" not in t
         }:

@@ -9,7 +9,8 @@ A graph becomes its storage blocks under the runtime's rules (views and the
 in-place writes taken are one buffer each), on its execution order's time axis.
 A multi-core graph has no such lifetimes: its conflicts come from a partial
 order that no list of intervals or clocks here describes, so it converts only
-to ``graph``.
+to ``graph``; so does a graph with ``devices`` (the other formats carry no
+per-unit alignments or memories).
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def convert(problem: Problem, to: str) -> str:
         if problem.document is None:
             raise InputError("only a graph (JSON, ONNX or zoo) converts to a graph document", "format")
         return document_text(problem.document)
+    if problem.document is not None and problem.document.devices is not None:
+        raise InputError(
+            "a graph with devices converts only to graph: the other formats carry no per-unit alignment",
+            "format",
+        )
     lifetimes = _lifetimes(problem, clocks=to == "omnimalloc")
     if to == "buffers":
         buffers = [

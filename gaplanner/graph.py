@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.devices import TensorDevices, check_devices, tensor_devices
 from gaplanner.errors import InputError
 from gaplanner.schema import Document
 
@@ -48,6 +49,8 @@ class GraphTensors:
     #: None when the order is total (one core).
     descendants: np.ndarray | None
     operator_ids: tuple[str, ...]  # in linear-extension order
+    #: the compute units touching each tensor, for a document with ``devices``; None otherwise
+    devices: TensorDevices | None = None
 
     @property
     def n_ops(self) -> int:
@@ -268,6 +271,27 @@ def _pinned_offsets(doc: Document, tensor_index: dict[str, int], alignments: np.
     return pinned
 
 
+def _devices(
+    doc: Document, tensor_index: dict[str, int], writer_op: np.ndarray, readers_op: list[list[int]]
+) -> TensorDevices | None:
+    """The devices touching each tensor (its writer's and readers'), or None without ``devices``."""
+    if doc.devices is None:
+        check_devices(doc)  # refuses an operator naming a device
+        return None
+    declared = len(doc.tensors or [])
+    workspace_of = {
+        t: k
+        for k, op in enumerate(doc.operators or [])
+        if (t := tensor_index.get(op.id + WORKSPACE_SUFFIX)) is not None
+    }
+    fields = [
+        f"tensors[{t}]" if t < declared else f"operators[{workspace_of[t]}].workspace"
+        for t in range(len(tensor_index))
+    ]
+    users = [sorted({int(writer_op[t])} - {-1} | set(readers)) for t, readers in enumerate(readers_op)]
+    return tensor_devices(doc, tuple(tensor_index), users, fields)
+
+
 def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
     """Validate a graph document and derive its tensors and happens-before order."""
     tensor_index = _index_tensors(doc)
@@ -287,6 +311,9 @@ def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
         [np.lcm(t.alignment or 1, doc.alignment) for t in tensors] + [doc.alignment] * len(workspaces),
         np.int64,
     )
+    devices = _devices(doc, tensor_index, writer_op, readers_op)
+    if devices is not None:
+        alignments = np.lcm(alignments, devices.alignments)
     writer = np.where(writer_op >= 0, position[np.maximum(writer_op, 0)], -1)
     accesses = tuple(
         np.array(
@@ -312,6 +339,7 @@ def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
         inplace=tuple(inplace),
         descendants=_strict_descendants(order, succ, position) if multi_core else None,
         operator_ids=tuple((doc.operators or [])[k].id for k in order),
+        devices=devices,
     )
 
 

@@ -50,12 +50,16 @@ class MemorySystem:
     ``pinned_memory``: per block, the index of the memory it is pinned to, or
     -1. ``write_bytes`` / ``read_bytes``: per block, the bytes written to and
     read from it over the model's run (see the module docstring).
+    ``allowed``: ``(blocks, memories)``, whether the block may go to the
+    memory (its pinned one only; with devices, only memories every device
+    touching it reaches).
     """
 
     memories: tuple[Memory, ...]
     pinned_memory: np.ndarray
     write_bytes: np.ndarray
     read_bytes: np.ndarray
+    allowed: np.ndarray
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -84,19 +88,18 @@ class MemorySystem:
 
     def cost_lower_bound(self) -> float:
         """No placement costs less than every block in the cheapest memory it may go to."""
-        table = self.cost_table()
-        pinned = self.pinned_memory
-        cheapest = np.where(
-            pinned >= 0, table[np.arange(len(pinned)), np.maximum(pinned, 0)], table.min(axis=1)
-        )
-        return float(cheapest.sum())
+        table = np.where(self.allowed, self.cost_table(), np.inf)
+        return float(table.min(axis=1).sum())
 
 
 def single_memory(problem: Problem, capacity: int | None, memory_id: str = "memory") -> MemorySystem:
     """One memory of ``capacity`` bytes holding every block (``--capacity``)."""
     n = problem.n
     sizes = problem.sizes.astype(np.float64)
-    return MemorySystem((Memory(memory_id, capacity),), np.full(n, -1, np.int64), sizes, sizes.copy())
+    allowed = np.ones((n, 1), bool)
+    return MemorySystem(
+        (Memory(memory_id, capacity),), np.full(n, -1, np.int64), sizes, sizes.copy(), allowed
+    )
 
 
 #: The largest access cost per byte a memory may declare.
@@ -171,6 +174,18 @@ def _pins(doc: Document, problem: Problem, index: dict[str, int]) -> np.ndarray:
     return pinned
 
 
+def _allowed(problem: Problem, memories: tuple[Memory, ...], pinned: np.ndarray) -> np.ndarray:
+    """Per block and memory, whether the block may go there: its pin, else what its devices reach."""
+    allowed = np.ones((problem.n, len(memories)), bool)
+    for b, reach in enumerate(problem.reach or ()):
+        if reach is not None:
+            allowed[b] = [m.id in reach for m in memories]
+    fixed = np.flatnonzero(pinned >= 0)
+    allowed[fixed] = False
+    allowed[fixed, pinned[fixed]] = True
+    return allowed
+
+
 def _access_bytes(doc: Document, problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     """Per block, the bytes written and the bytes read over a run (see the module docstring)."""
     sizes = problem.sizes.astype(np.float64)
@@ -207,7 +222,7 @@ def _check_blocks(system: MemorySystem, problem: Problem, fields: list[str]) -> 
     unbounded = capacities < 0
     alignments = system.alignment_table(problem.alignments)
     for b in range(problem.n):
-        allowed = [int(system.pinned_memory[b])] if system.pinned_memory[b] >= 0 else range(len(capacities))
+        allowed = np.flatnonzero(system.allowed[b]).tolist()
         offset = int(problem.pinned[b])
         if offset >= 0:
             if system.pinned_memory[b] < 0 and len(capacities) > 1:
@@ -255,7 +270,8 @@ def memory_system(doc: Document, problem: Problem) -> MemorySystem:
     memories = _memories(doc)
     index = {m.id: i for i, m in enumerate(memories)}
     written, read = _access_bytes(doc, problem)
-    system = MemorySystem(memories, _pins(doc, problem, index), written, read)
+    pinned = _pins(doc, problem, index)
+    system = MemorySystem(memories, pinned, written, read, _allowed(problem, memories, pinned))
     _check_blocks(system, problem, _block_fields(doc, problem))
     _check_pinned_offsets(system, problem)
     return system

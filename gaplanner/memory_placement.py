@@ -1,7 +1,8 @@
 """Placing blocks across memories: an order in, each block's memory and offset out.
 
 Blocks are taken in the order given (blocks pinned to an offset first, then
-those pinned to a memory, then the others). Each goes into the fastest memory it may use where it fits within
+those restricted to some memories, by a pin or by the devices using them,
+then the others). Each goes into the fastest memory it may use where it fits within
 that memory's capacity, at the lowest aligned offset clear of every
 conflicting block already in that memory (first-fit there), else into the
 next memory. An order for which some block fits nowhere (the last memory has
@@ -40,12 +41,12 @@ def _first_fit(size, alignment, starts, ends, count):
 
 @nb.njit(cache=True)
 def decode_memories_row(
-    order, sizes, alignments, capacities, indptr, indices, pinned_memory, pinned_offset,
+    order, sizes, alignments, capacities, indptr, indices, allowed, pinned_memory, pinned_offset,
     memory_of, offsets, peaks,
 ):  # fmt: skip
     """Place the blocks of ``order`` (see the module docstring); return whether every block fits.
 
-    ``alignments``: ``(blocks, memories)``; ``capacities``: -1 for unbounded.
+    ``alignments``, ``allowed``: ``(blocks, memories)``; ``capacities``: -1 for unbounded.
     Writes ``memory_of``, ``offsets`` and each memory's ``peaks``.
     """
     n, memories = len(sizes), len(capacities)
@@ -61,15 +62,12 @@ def decode_memories_row(
             m = max(pinned_memory[b], 0)
             memory_of[b], offsets[b] = m, pinned_offset[b]
             peaks[m] = max(peaks[m], offsets[b] + sizes[b])
-    for p in range(2 * n):  # blocks pinned to a memory first: they have no other to go to
+    for p in range(2 * n):  # blocks restricted to some memories first: they have fewer to go to
         b = order[p % n]
-        if memory_of[b] >= 0 or (p < n) != (pinned_memory[b] >= 0):
+        if memory_of[b] >= 0 or (p < n) == allowed[b].all():
             continue
-        first, last = 0, memories
-        if pinned_memory[b] >= 0:
-            first, last = pinned_memory[b], pinned_memory[b] + 1
-        for m in range(first, last):
-            if capacities[m] >= 0 and sizes[b] > capacities[m]:
+        for m in range(memories):
+            if not allowed[b, m] or (capacities[m] >= 0 and sizes[b] > capacities[m]):
                 continue
             count = 0
             for e in range(indptr[b], indptr[b + 1]):
@@ -89,13 +87,13 @@ def decode_memories_row(
 
 @nb.njit(cache=True, parallel=True)
 def _decode_population(
-    orders, sizes, alignments, capacities, indptr, indices, pinned_memory, pinned_offset,
+    orders, sizes, alignments, capacities, indptr, indices, allowed, pinned_memory, pinned_offset,
     memory_of, offsets, peaks, feasible,
 ):  # fmt: skip
     for i in nb.prange(len(orders)):
         feasible[i] = decode_memories_row(
-            orders[i], sizes, alignments, capacities, indptr, indices, pinned_memory, pinned_offset,
-            memory_of[i], offsets[i], peaks[i],
+            orders[i], sizes, alignments, capacities, indptr, indices, allowed, pinned_memory,
+            pinned_offset, memory_of[i], offsets[i], peaks[i],
         )  # fmt: skip
 
 
@@ -122,6 +120,7 @@ class MemoryDecoder:
     capacities: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
+    allowed: np.ndarray
     pinned_memory: np.ndarray
     pinned_offset: np.ndarray
     cost_table: np.ndarray
@@ -137,6 +136,7 @@ class MemoryDecoder:
             system.capacities,
             problem.conflicts.indptr.astype(np.int64),
             problem.conflicts.indices.astype(np.int64),
+            np.ascontiguousarray(system.allowed, np.bool_),
             system.pinned_memory.astype(np.int64),
             problem.pinned.astype(np.int64),
             system.cost_table(),
@@ -151,7 +151,7 @@ class MemoryDecoder:
         peaks = np.empty((rows, len(self.capacities)), np.int64)
         feasible = np.empty(rows, np.bool_)
         _decode_population(
-            orders, self.sizes, self.alignments, self.capacities, self.indptr, self.indices,
+            orders, self.sizes, self.alignments, self.capacities, self.indptr, self.indices, self.allowed,
             self.pinned_memory, self.pinned_offset, memory_of, offsets, peaks, feasible,
         )  # fmt: skip
         safe = np.maximum(memory_of, 0)

@@ -19,6 +19,7 @@ import numpy as np
 from gaplanner.errors import PlanError
 from gaplanner.memories import MemorySystem
 from gaplanner.model_check import check_tensor_plan
+from gaplanner.plan import device_cells, device_columns
 from gaplanner.problem import Problem
 from gaplanner.verify import find_memory_violation
 
@@ -119,7 +120,7 @@ class MemoryPlan:
             }
             if ids[b] != tid:
                 row["shares_with"] = ids[b]
-            rows.append(row)
+            rows.append(row | tensors.device_fields(len(rows)))
         return rows
 
     def to_csv(self) -> str:
@@ -134,11 +135,12 @@ class MemoryPlan:
                     [p.ids[i], p.lower[i], p.upper[i], p.sizes[i], names[self.memory_of[i]], self.offsets[i]]
                 )
             return out.getvalue()
-        writer.writerow(["id", "lower", "upper", "size", "memory", "offset", "shares_with"])
+        extra = device_columns(tensors)
+        writer.writerow(["id", "lower", "upper", "size", "memory", "offset", "shares_with", *extra])
         for t, row in enumerate(self.tensor_rows()):
             writer.writerow(
                 [row["id"], tensors.lower[t], tensors.upper[t], row["size"], row["memory"], row["offset"],
-                 row.get("shares_with", "")]
+                 row.get("shares_with", ""), *device_cells(row, extra)]
             )  # fmt: skip
         return out.getvalue()
 

@@ -69,12 +69,14 @@ def profile_order(problem: Problem, priority: np.ndarray) -> np.ndarray:
     left = np.flatnonzero(system.pinned_memory < 0)
     left = left[np.argsort(-priority[left], kind="stable")]
     parts = []
-    for capacity in system.capacities:
+    for m, capacity in enumerate(system.capacities):
         if capacity < 0:
             break
         load = np.zeros(len(times), np.int64)
         taken = np.zeros(len(left), bool)
         for k, b in enumerate(left):
+            if not system.allowed[b, m]:  # its devices do not reach this memory
+                continue
             window = load[lower[b] : max(upper[b], lower[b] + 1)]
             if window.max() + problem.sizes[b] <= capacity:
                 window += problem.sizes[b]

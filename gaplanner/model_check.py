@@ -23,6 +23,10 @@ mistake:
 With several memories (``memories``: tensor id -> memory id) offsets count
 within each memory: tensors in different memories never share a byte, a view
 sits in its input's memory, and a tensor pinned to a memory is in it.
+
+With ``devices``, every tensor an operator reads or writes (and its
+workspace) sits at a multiple of the alignment of the device running that
+operator, and in a memory that device reaches.
 """
 
 from __future__ import annotations
@@ -60,6 +64,13 @@ class _Model:
                 self.pinned.append(None)
                 self.memory.append(None)
         self.index = {tid: t for t, tid in enumerate(self.ids)}
+        self.devices: list[set[str]] = [set() for _ in self.ids]  # the devices touching each tensor
+        for op in ops:
+            if op.device is not None:
+                used = [*op.inputs, *op.outputs, *([op.id + WORKSPACE_SUFFIX] if op.workspace else [])]
+                for tid in used:
+                    self.devices[self.index[tid]].add(op.device)
+        self.device_table = {d.id: d for d in doc.devices or []}
         self.touched: list[set[int]] = [set() for _ in self.ids]
         writer: dict[str, int] = {}
         for k, op in enumerate(ops):
@@ -222,6 +233,20 @@ def _laid_out(model: _Model, local: np.ndarray, sizes: np.ndarray, memories: Map
     return local + index * span
 
 
+def _device_unsuited(model: _Model, t: int, offset: int, memories: Mapping[str, str] | None) -> str | None:
+    """Whether tensor ``t``'s place fails a device touching it: its alignment, or a memory it reaches."""
+    for name in sorted(model.devices[t]):
+        device = model.device_table[name]
+        if offset % device.alignment:
+            return (
+                f"tensor {model.ids[t]!r} at {offset}: device {name!r} needs a multiple of {device.alignment}"
+            )
+        where = memories[model.ids[t]] if memories is not None else None
+        if where is not None and device.memories is not None and where not in device.memories:
+            return f"tensor {model.ids[t]!r} is in memory {where!r}, out of {name!r}'s reach"
+    return None
+
+
 def check_tensor_plan(
     doc: Document,
     rules: Rules,
@@ -252,6 +277,8 @@ def check_tensor_plan(
     for t, tid in enumerate(model.ids):
         if local[t] < 0 or local[t] % model.alignment[t]:
             return f"tensor {tid!r} at {local[t]}: not a non-negative multiple of {model.alignment[t]}"
+        if (unsuited := _device_unsuited(model, t, int(local[t]), memories)) is not None:
+            return unsuited
         if peak is not None and local[t] + sizes[t] > peak:
             return f"tensor {tid!r} ends at {local[t] + sizes[t]}, beyond the arena of {peak} bytes"
         if model.pinned[t] is not None and local[t] != model.pinned[t]:

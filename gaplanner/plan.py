@@ -18,7 +18,7 @@ import numpy as np
 from gaplanner.clocks import format_clock
 from gaplanner.errors import PlanError
 from gaplanner.model_check import check_tensor_plan
-from gaplanner.problem import Problem
+from gaplanner.problem import Problem, TensorMap
 from gaplanner.verify import verify
 
 
@@ -120,7 +120,7 @@ class Plan:
             row: dict[str, Any] = {"id": tid, "offset": int(self.offsets[b]), "size": int(size)}
             if ids[b] != tid:
                 row["shares_with"] = ids[b]
-            rows.append(row)
+            rows.append(row | tensors.device_fields(len(rows)))
         return rows
 
     def _search_dict(self) -> dict[str, Any]:
@@ -159,11 +159,23 @@ class Plan:
                     lifetime = [format_clock(p.clocks.lower[i]), format_clock(p.clocks.upper[i])]
                 writer.writerow([p.ids[i], *lifetime, p.sizes[i], self.offsets[i]])
             return out.getvalue()
-        writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with"])
+        extra = device_columns(tensors)
+        writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with", *extra])
         for t, row in enumerate(self.tensor_rows()):
             lifetime = [tensors.lower[t], tensors.upper[t]]
-            writer.writerow([row["id"], *lifetime, row["size"], row["offset"], row.get("shares_with", "")])
+            cells = [row["id"], *lifetime, row["size"], row["offset"], row.get("shares_with", "")]
+            writer.writerow(cells + device_cells(row, extra))
         return out.getvalue()
+
+
+def device_columns(tensors: TensorMap) -> list[str]:
+    """A graph with devices: the CSV's extra columns (each tensor's devices, its alignment)."""
+    return ["devices", "alignment"] if tensors.devices is not None else []
+
+
+def device_cells(row: dict[str, Any], columns: list[str]) -> list[Any]:
+    """A tensor row's cells under :func:`device_columns` (devices separated by spaces)."""
+    return [" ".join(row[c]) if c == "devices" else row[c] for c in columns]
 
 
 def make_plan(

@@ -344,6 +344,11 @@ def pool_problem(
     if (schedule is not None) != (together == "interleaved"):
         raise InputError("a schedule is given with together 'interleaved', and only then", "schedule")
     _check_ids(models)
+    for k, (_, doc) in enumerate(models):
+        if doc.devices is not None:
+            raise InputError(
+                "a pool does not take devices; plan this model on its own", f"models[{k}].document.devices"
+            )
     graphs = [doc.is_graph for _, doc in models]
     memory_map = _memory_map(models, memories)
     if all(graphs):

@@ -7,6 +7,7 @@ the searches need. Blocks are indexed ``0..n-1`` in document order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,16 @@ class TensorMap:
     block_of: np.ndarray
     lower: np.ndarray  # each tensor's own lifetime, on the problem's time axis
     upper: np.ndarray
+    #: with ``devices``: per tensor the devices touching it, and the alignment they, the tensor and the
+    #: graph ask for
+    devices: tuple[tuple[str, ...], ...] | None = None
+    alignments: np.ndarray | None = None
+
+    def device_fields(self, t: int) -> dict[str, Any]:
+        """Tensor ``t``'s devices and the alignment they ask for, for a plan's row (none without devices)."""
+        if self.devices is None or self.alignments is None:
+            return {}
+        return {"devices": list(self.devices[t]), "alignment": int(self.alignments[t])}
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +84,8 @@ class Problem:
     clocks: Clocks | None = None
     #: the memories blocks are placed in (capacities, costs); None: one unbounded arena
     memories: MemorySystem | None = None
+    #: per block, the memories every device touching it reaches (None: any); None without devices
+    reach: tuple[frozenset[str] | None, ...] | None = None
 
     def __post_init__(self) -> None:
         # Offsets and peaks are int64: the sizes must add up well inside it.
@@ -184,9 +197,12 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
             storage.block_of,
             np.maximum(tensors.writer, 0),
             np.array([a[-1] + 1 for a in tensors.accesses], np.int64),
+            tensors.devices.names if tensors.devices else None,
+            tensors.alignments if tensors.devices else None,
         ),
         "document": doc,
         "rules": rules,
+        "reach": storage.reach if tensors.devices else None,
     }
     ids = tuple(tensors.ids[r] for r in storage.roots)
     lower, upper = storage.lower, storage.upper

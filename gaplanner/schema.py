@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gaplanner.errors import InputError
 
@@ -122,6 +122,9 @@ class Operator(_Strict):
     workspace: PositiveInt | None = Field(
         None, description="Scratch bytes the operator needs while it runs, and only then."
     )
+    device: Identifier | None = Field(
+        None, description="The compute unit that runs it (an id from the document's 'devices')."
+    )
 
 
 class SyncEdge(_Strict):
@@ -171,6 +174,27 @@ class Memory(_Strict):
     write_cost: Cost | None = Field(None, description="Cost of writing one byte; default: the read cost.")
 
 
+class Device(_Strict):
+    """A compute unit (NPU, DSP, CPU, ...): the alignment it needs and the memories it can reach."""
+
+    id: Identifier
+    alignment: PositiveInt = Field(
+        1, description="Every tensor it reads or writes sits at a multiple of it (bytes, a power of two)."
+    )
+    memories: list[Identifier] | None = Field(
+        None,
+        description="The memories it can read and write (ids from the document's 'memories'); "
+        "default: every one.",
+    )
+
+    @field_validator("alignment", mode="before")
+    @classmethod
+    def _power_of_two(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and (value < 1 or value & (value - 1)):
+            raise ValueError(f"must be a positive power of two, got {value}")
+        return value
+
+
 class Document(_Strict):
     """A planning input: a graph (tensors + operators) or a buffer list."""
 
@@ -193,6 +217,11 @@ class Document(_Strict):
         description="Memories with capacities and access costs, fastest first; without it, one unbounded "
         "arena.",
     )
+    devices: list[Device] | None = Field(
+        None,
+        description="Compute units operators run on ('device' on an operator): each tensor is one buffer "
+        "aligned for, and in a memory reachable by, every unit that reads or writes it.",
+    )
 
     @model_validator(mode="after")
     def _graph_or_buffers(self) -> Self:
@@ -206,6 +235,8 @@ class Document(_Strict):
                 raise ValueError("'sync' only applies to graphs")
             if self.inputs is not None or self.outputs is not None:
                 raise ValueError("'inputs' and 'outputs' only apply to graphs")
+            if self.devices is not None:
+                raise ValueError("'devices' only apply to graphs (operators run on them)")
             return self
         if not self.tensors:
             raise ValueError("'tensors' is missing or empty (or give 'buffers')")

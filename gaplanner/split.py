@@ -27,6 +27,9 @@ cores. The graph carries no operator semantics, so the rule is generic:
   the per-core copies of a split operator write their own parts (no views, no
   in-place chances). The model's declared inputs and outputs stay whole
   tensors (an output written in parts is combined).
+* **Devices and memories** carry over: each per-core copy runs on its
+  operator's device, parts keep their tensor's memory; split and combine
+  operators run on no particular device.
 * **Split and combine.** A graph input that some per-core operator reads in
   parts is cut by ``TENSOR/split`` on core 0 into ``TENSOR@c`` parts. A tensor
   produced in parts that is read whole, or is a graph output, is gathered by
@@ -102,11 +105,20 @@ def _part_tensor(tensor: Tensor, layout: Layout, c: int, whole_exists: bool) -> 
     part_id = f"{tensor.id}{CORE_SEP}{c}"
     part_of = tensor.id if whole_exists else None
     if tensor.shape is None:
-        return Tensor(id=part_id, size=layout.extents[c], alignment=tensor.alignment, part_of=part_of)
+        return Tensor(
+            id=part_id,
+            size=layout.extents[c],
+            alignment=tensor.alignment,
+            part_of=part_of,
+            memory=tensor.memory,
+        )
     assert layout.dim is not None
     shape = list(tensor.shape)
     shape[layout.dim] = layout.extents[c]
-    return Tensor(id=part_id, shape=shape, dtype=tensor.dtype, alignment=tensor.alignment, part_of=part_of)
+    return Tensor(
+        id=part_id, shape=shape, dtype=tensor.dtype, alignment=tensor.alignment, part_of=part_of,
+        memory=tensor.memory,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -229,7 +241,10 @@ def split_graph(doc: Document, cores: int) -> Document:
         for c in range(parts):
             inputs = [f"{t}{CORE_SEP}{c}" if plan.reads_parts[op.id, t] else t for t in op.inputs]
             outputs = [f"{t}{CORE_SEP}{c}" for t in op.outputs]
-            out_ops.append(Operator(id=f"{op.id}{CORE_SEP}{c}", inputs=inputs, outputs=outputs, core=c))
+            copy = Operator(
+                id=f"{op.id}{CORE_SEP}{c}", inputs=inputs, outputs=outputs, core=c, device=op.device
+            )
+            out_ops.append(copy)
         for tid in op.outputs:
             if plan.whole[tid]:
                 out_ops.append(
@@ -246,6 +261,8 @@ def split_graph(doc: Document, cores: int) -> Document:
         operators=out_ops,
         inputs=doc.inputs,
         outputs=doc.outputs,
+        memories=doc.memories,
+        devices=doc.devices,
     )
 
 

@@ -6,7 +6,9 @@ when :class:`~gaplanner.rules.Rules` says to take it and it is legal: the
 input's block is read by nothing after the operator, holds no model output or
 pinned tensor, and is at least as large as the output's. A block's size is its
 largest tensor's, its alignment every member's, and its lifetime the union of
-theirs.
+theirs. With devices, a block's memory must be one that every unit touching
+any member reaches: a view whose units share no memory with its input's is
+refused, and an in-place chance between such tensors is not legal.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Storage:
     pinned: np.ndarray  # fixed offset per block, -1 where the planner chooses
     writer: np.ndarray  # position of the block's first write, -1 for model inputs
     accesses: tuple[np.ndarray, ...]  # sorted positions touching any member
+    #: per block, the memories every unit touching a member reaches (None: any)
+    reach: tuple[frozenset[str] | None, ...] = ()
 
     @property
     def lower(self) -> np.ndarray:
@@ -53,6 +57,8 @@ class _Groups:
         self.first = np.maximum(tensors.writer, 0)  # where its lifetime starts
         self.writes = [{int(w)} for w in tensors.writer]  # positions writing a member
         self.ids = tensors.ids
+        #: per group, the memories every unit touching a member reaches (None: any)
+        self.reach = list(tensors.devices.memories) if tensors.devices else [None] * len(tensors.ids)
 
     def find(self, t: int) -> int:
         while self.parent[t] != t:
@@ -74,16 +80,28 @@ class _Groups:
         self.accesses[keep] |= self.accesses[other]
         self.first[keep] = min(self.first[keep], self.first[other])
         self.writes[keep] |= self.writes[other]
+        self.reach[keep] = _common(self.reach[keep], self.reach[other])
 
     def lifetime(self, g: int) -> tuple[int, int]:
         """First and last position at which group ``g`` holds its bytes."""
         return int(self.first[g]), max(self.accesses[g])
 
 
+def _common(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    """The memories in both sets (None: any memory)."""
+    return b if a is None else a if b is None else a & b
+
+
 def _join_views(groups: _Groups, tensors: GraphTensors) -> None:
     for view in np.flatnonzero(tensors.view_of >= 0):
         host, view_root = groups.find(int(tensors.view_of[view])), groups.find(int(view))
         if host != view_root:
+            if _common(groups.reach[host], groups.reach[view_root]) == frozenset():
+                raise InputError(
+                    f"view {tensors.ids[view]!r} shares its input's bytes, but no memory is reachable by "
+                    "every unit using the two",
+                    f"tensors[{view}]",
+                )
             groups.join(host, view_root)
 
 
@@ -91,6 +109,8 @@ def _inplace_is_legal(groups: _Groups, tensors: GraphTensors, candidate: int, ou
     """The output may take the bytes of input ``candidate``: it dies at ``at`` and is no smaller."""
     host = groups.find(candidate)
     if host == out or groups.pinned[host] >= 0 or groups.pinned[out] >= 0:
+        return False
+    if _common(groups.reach[host], groups.reach[out]) == frozenset():  # no unit-reachable memory for both
         return False
     # the output already shares bytes with something written before it (a model input too)
     if min(groups.writes[out]) < at:
@@ -193,6 +213,7 @@ def group_tensors(tensors: GraphTensors, rules: Rules) -> Storage:
     for t, b in enumerate(block_of.tolist()):
         members[b].append(t)
     roots = np.array([min(m, key=lambda t: (tensors.writer[t], t)) for m in members], np.int64)
+    reach = tuple(groups.reach[g] for g in unique_reps)
     return Storage(
         block_of=block_of,
         roots=roots,
@@ -201,4 +222,5 @@ def group_tensors(tensors: GraphTensors, rules: Rules) -> Storage:
         pinned=groups.pinned[unique_reps],
         writer=tensors.writer[roots],
         accesses=tuple(np.array(sorted(groups.accesses[g]), np.int64) for g in unique_reps),
+        reach=reach,
     )

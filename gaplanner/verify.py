@@ -7,6 +7,12 @@ the conflict graph at all: a sweep over time keeps the live blocks sorted by
 address and compares each newcomer with its two address neighbours (if the
 live blocks are pairwise disjoint, a newcomer overlapping any of them overlaps
 one of those two). For multi-core graphs every conflict edge is checked.
+
+A graph with ``devices`` is also checked operator by operator against its
+document: every tensor an operator on a device reads or writes (and its
+workspace) sits at a multiple of that device's alignment, in a memory the
+device reaches. This reads the device table itself, not the alignments and
+memories the planner derived for the blocks from it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import bisect
 import numpy as np
 
 from gaplanner.errors import PlanError
+from gaplanner.graph import WORKSPACE_SUFFIX
 from gaplanner.problem import Problem
 
 
@@ -72,6 +79,31 @@ def _edge_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = N
     return None
 
 
+def _device_violation(
+    problem: Problem, offsets: np.ndarray, memory_of: np.ndarray | None = None
+) -> str | None:
+    """The first tensor whose place does not suit a device touching it (see the module docstring)."""
+    doc, tensors = problem.document, problem.tensors
+    if doc is None or not doc.devices or tensors is None:
+        return None
+    block = dict(zip(tensors.ids, tensors.block_of.tolist(), strict=True))
+    devices = {d.id: d for d in doc.devices}
+    names = problem.memories.ids if problem.memories is not None else ()
+    for op in doc.operators or []:
+        if op.device is None:
+            continue
+        device = devices[op.device]
+        for tid in [*op.inputs, *op.outputs, *([op.id + WORKSPACE_SUFFIX] if op.workspace else [])]:
+            b = block[tid]
+            where = f"tensor {tid!r} of operator {op.id!r} on device {device.id!r}"
+            if offsets[b] % device.alignment:
+                return f"{where} is at {offsets[b]}, not a multiple of {device.alignment}"
+            memory = names[memory_of[b]] if memory_of is not None else None
+            if memory is not None and device.memories is not None and memory not in device.memories:
+                return f"{where} is in memory {memory!r}, which that device does not reach"
+    return None
+
+
 def find_violation(problem: Problem, offsets: np.ndarray, peak: int | None = None) -> str | None:
     """The first rule the plan breaks, in words, or None for a valid plan."""
     offsets = np.asarray(offsets)
@@ -91,6 +123,8 @@ def find_violation(problem: Problem, offsets: np.ndarray, peak: int | None = Non
     if peak is not None and (outside := ends > peak).any():
         i = int(np.argmax(outside))
         return f"block {problem.ids[i]!r} ends at {ends[i]}, beyond the arena of {peak} bytes"
+    if (device := _device_violation(problem, offsets)) is not None:
+        return device
     if problem.interval_conflicts:
         return _interval_overlap(problem, offsets)
     return _edge_overlap(problem, offsets)
@@ -117,6 +151,11 @@ def find_memory_violation(problem: Problem, memory_of: np.ndarray, offsets: np.n
     if (bad := (system.pinned_memory >= 0) & (memory_of != system.pinned_memory)).any():
         i = int(np.argmax(bad))
         return f"block {problem.ids[i]!r} is pinned to memory {system.ids[system.pinned_memory[i]]!r}"
+    if (device := _device_violation(problem, offsets, memory_of)) is not None:
+        return device
+    if (bad := ~system.allowed[np.arange(problem.n), memory_of]).any():
+        i = int(np.argmax(bad))
+        return f"block {problem.ids[i]!r} may not go to memory {system.ids[memory_of[i]]!r}"
     if (bad := (problem.pinned >= 0) & (offsets != problem.pinned)).any():
         i = int(np.argmax(bad))
         return f"block {problem.ids[i]!r} is pinned at {problem.pinned[i]} but placed at {offsets[i]}"

@@ -96,9 +96,10 @@ def _huge_integer(value: Any, path: str) -> str | None:
 def _check_total(document: Document) -> None:
     blocks = document.buffers if document.buffers is not None else document.tensors or []
     total = 0
+    devices = max((d.alignment for d in document.devices or []), default=1)  # a bound on any device's padding
     for block in blocks:
         size = block.size if isinstance(block, Buffer) else block.nbytes
-        total += size + max(document.alignment, getattr(block, "alignment", None) or 1)
+        total += size + max(document.alignment, getattr(block, "alignment", None) or 1, devices)
     if total >= MAX_TOTAL_BYTES:
         field = "graph.buffers" if document.buffers is not None else "graph.tensors"
         raise ApiError(422, f"the blocks add up to {total} bytes; at most 2**62 can be planned", field)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from service.app import create_app
 from tests.test_service_api import finish, settings, submit
 
 QUICK = {"generations": 20}
+ROOT = Path(__file__).parents[1]
 
 
 def sram_dram(sram: int, *, last: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -150,3 +152,36 @@ def test_a_bundled_pool_with_memories_plans_by_name(client: TestClient) -> None:
     check_memory_plan("example:prefill_decode_pool", job["plan"])
     tensors = {t["id"] for t in job["plan"]["tensors"]}
     assert "kv" in tensors and {"prefill/h1", "decode/out"} <= tensors
+
+
+def test_a_graph_on_several_devices_plans_with_each_tensors_units(client: TestClient) -> None:
+    job = finish(client, submit(client, "example:npu_dsp", **QUICK))
+    assert job["status"] == "done", job
+    check_memory_plan("example:npu_dsp", job["plan"])
+    tensors = {t["id"]: t for t in job["plan"]["tensors"]}
+    # written by the NPU (64, SRAM or DRAM), read by the DSP (16, DRAM only): one buffer for both
+    assert tensors["r1"]["devices"] == ["npu", "dsp"] and tensors["r1"]["alignment"] == 64
+    assert tensors["r1"]["memory"] == "dram" and tensors["r1"]["offset"] % 64 == 0
+    assert client.get(job["links"]["view"]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        (
+            lambda d: d["operators"][0].update(device="gpu"),
+            "graph.operators[0].device",
+            "unknown device 'gpu'",
+        ),
+        (lambda d: d["devices"].append({"id": "npu"}), "graph.devices[3].id", "duplicate device id 'npu'"),
+        (lambda d: d["devices"][1].update(alignment=24), "graph.devices[1].alignment", "power of two"),
+        (lambda d: d["devices"][0].update(memories=["sram"]), "graph.tensors[1]", "no memory is reachable"),
+    ],
+)
+def test_bad_devices_answer_422_naming_the_field(client: TestClient, change, field: str, words: str) -> None:
+    doc = json.loads((ROOT / "gaplanner" / "examples" / "npu_dsp.json").read_text())
+    change(doc)
+    for route in ("/v1/plans", "/v1/compare"):
+        response = client.post(route, json={"graph": doc, "options": {}})
+        assert response.status_code == 422, response.text
+        assert response.json()["field"] == field and words in response.json()["detail"]
