@@ -19,6 +19,7 @@ on vector clocks, one component per model, at the same time).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Any, Literal
@@ -30,6 +31,7 @@ from gaplanner.errors import InputError
 from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
 from gaplanner.rules import Rules
 from gaplanner.schema import (
+    Device,
     Document,
     Identifier,
     Memory,
@@ -140,6 +142,13 @@ def _pool_graphs(
     schedule: Sequence[str] | None = None,
 ) -> Document:
     shared_tensors = _shared_sizes(models, shared)
+    alignment, devices = _pool_alignment(models)
+    if devices:  # each model's tensors keep its own alignment; shared ones take every user's (devices)
+        shared_tensors = {
+            t: tensor.model_copy(update={"alignment": math.lcm(tensor.alignment or 1, *(
+                doc.alignment for _, doc in models if any(x.id == t for x in doc.tensors or [])))})
+            for t, tensor in shared_tensors.items()
+        }  # fmt: skip
     tensors: list[Tensor] = list(shared_tensors.values())
     operators: list[Operator] = []
     sync: list[SyncEdge] = []
@@ -150,18 +159,28 @@ def _pool_graphs(
         def rename(t: str, model_id: str = model_id) -> str:
             return t if t in shared_tensors else f"{model_id}{MODEL_SEP}{t}"
 
+        own = doc.alignment if devices else None
         tensors += [
-            t.model_copy(update={"id": rename(t.id), "part_of": t.part_of and rename(t.part_of)})
+            t.model_copy(
+                update={
+                    "id": rename(t.id),
+                    "part_of": t.part_of and rename(t.part_of),
+                    **({"alignment": math.lcm(t.alignment or 1, own)} if own else {}),
+                }
+            )
             for t in doc.tensors or []
             if t.id not in shared
         ]
         ops = _renamed_operators(model_id, doc, rename, core_base)
+        if devices:
+            ops = [op.model_copy(update={"device": model_id}) for op in ops]
         sync += [
             SyncEdge(before=f"{model_id}{MODEL_SEP}{e.before}", after=f"{model_id}{MODEL_SEP}{e.after}")
             for e in doc.sync
         ]
         inputs = [rename(t) for t in _model_inputs(doc) if t not in shared_tensors]
-        feed = Operator(id=f"{model_id}{MODEL_SEP}{FEED}", outputs=inputs, core=core_base)
+        device = model_id if devices else None
+        feed = Operator(id=f"{model_id}{MODEL_SEP}{FEED}", outputs=inputs, core=core_base, device=device)
         sync += [SyncEdge(before=feed.id, after=op.id) for op in _firsts(ops) if op.core != feed.core]
         if together == "sequential" and previous_ends:  # this model starts when the last one has ended
             starts = [feed, *_firsts(ops)]
@@ -170,6 +189,7 @@ def _pool_graphs(
             id=f"{model_id}{MODEL_SEP}{CALLER}",
             inputs=[rename(t) for t in _model_outputs(doc)] if keep_outputs else [],  # else copied out
             core=core_base,
+            device=device,
         )
         sync += [SyncEdge(before=op.id, after=caller.id) for op in _lasts(ops) if op.core != caller.core]
         operators += [feed, *ops, caller]
@@ -182,7 +202,8 @@ def _pool_graphs(
     written = {t for op in operators for t in op.outputs}
     return Document(
         name=None,
-        alignment=int(np.lcm.reduce([doc.alignment for _, doc in models])),
+        alignment=alignment,
+        devices=devices,
         tensors=tensors,
         operators=operators,
         sync=sync,
@@ -191,6 +212,23 @@ def _pool_graphs(
         outputs=list(shared_tensors),
         memories=memories,
     )
+
+
+def _pool_alignment(models: Sequence[tuple[str, Document]]) -> tuple[int, list[Device] | None]:
+    """The pooled document's alignment and, where the models' alignments differ, one unit per model.
+
+    Each model's tensors and workspaces need its own alignment only: a unit per
+    model (aligned as the model, running its operators) says so for workspaces
+    too, which have no alignment of their own. Units take powers of two; other
+    alignments that differ give every model the strictest (never a wrong plan,
+    at worst a larger one).
+    """
+    alignments = [doc.alignment for _, doc in models]
+    if len(set(alignments)) == 1:
+        return alignments[0], None
+    if any(a & (a - 1) for a in alignments):
+        return math.lcm(*alignments), None
+    return 1, [Device(id=model_id, alignment=doc.alignment) for model_id, doc in models]
 
 
 def _interleaved(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document
+from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document, solve
+from gaplanner.exact import ExactSettings
 from gaplanner.pool import pool_problem, problem_from_pool_document
 from gaplanner.zoo import zoo_document
 
@@ -237,3 +238,16 @@ def test_a_model_pooled_alone_keeps_its_conflicts_split_tensors_and_sync_edges(s
     alone, pooled = build_problem(doc), pool_problem([("m", doc)])
     assert pooled.n == alone.n and pooled.lower_bound == alone.lower_bound
     assert len(pooled.conflicts.indices) == len(alone.conflicts.indices)
+
+
+def test_each_model_keeps_its_own_alignment_in_a_pool() -> None:
+    """a (alignment 1) writes two 3-byte outputs while b (alignment 4) holds 4 bytes: 4 + 3 + 3 = 10 bytes,
+    where aligning a's tensors to b's 4 would need 11."""
+    a = {"tensors": [{"id": "a0", "size": 3}, {"id": "a1", "size": 3}],
+         "operators": [{"id": "op", "outputs": ["a0", "a1"]}]}  # fmt: skip
+    b = {"alignment": 4, "tensors": [{"id": "b0", "size": 4}], "operators": [{"id": "op", "outputs": ["b0"]}]}
+    pool = {"models": [{"id": "a", "document": a}, {"id": "b", "document": b}], "together": "concurrent"}
+    problem = problem_from_pool_document(pool)
+    plan = solve(problem, "exact", ExactSettings(time_limit=5))
+    assert plan.peak == 10 and plan.optimal
+    assert plan.tensor_offsets()["b/b0"] % 4 == 0
