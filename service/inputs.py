@@ -18,6 +18,7 @@ from gaplanner.errors import InputError
 from gaplanner.fits import fits_question
 from gaplanner.io import load_problem
 from gaplanner.memory_search import MEMORY_ALGORITHMS
+from gaplanner.pool import problem_from_pool_document
 from gaplanner.problem import build_problem
 from gaplanner.rules import Rules
 from gaplanner.schema import Buffer, Document, parse_document
@@ -93,15 +94,19 @@ def _huge_integer(value: Any, path: str) -> str | None:
     return None
 
 
-def _check_total(document: Document) -> None:
+def _total_bytes(document: Document) -> int:
+    """The blocks' sizes plus a bound on each one's alignment padding, in Python integers."""
     blocks = document.buffers if document.buffers is not None else document.tensors or []
     total = 0
     devices = max((d.alignment for d in document.devices or []), default=1)  # a bound on any device's padding
     for block in blocks:
         size = block.size if isinstance(block, Buffer) else block.nbytes
         total += size + max(document.alignment, getattr(block, "alignment", None) or 1, devices)
+    return total
+
+
+def _check_total(total: int, field: str) -> None:
     if total >= MAX_TOTAL_BYTES:
-        field = "graph.buffers" if document.buffers is not None else "graph.tensors"
         raise ApiError(422, f"the blocks add up to {total} bytes; at most 2**62 can be planned", field)
 
 
@@ -156,14 +161,36 @@ def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules):
         _check_blocks(*_raw_block_count(graph), settings)
         if (path := _huge_integer(graph, "graph")) is not None:
             raise ApiError(422, f"integers must lie within ±{MAX_INTEGER} (2**53 - 1)", path)
+        if isinstance(graph, dict) and "models" in graph:
+            return _pool_problem(graph, settings, rules)
         document = parse_document(graph)
         _check_blocks(document.block_count, "graph", settings)
-        _check_total(document)
+        _check_total(
+            _total_bytes(document), "graph.buffers" if document.buffers is not None else "graph.tensors"
+        )
         return build_problem(document, rules=rules)
     except InputError as exc:
         raise _graph_error(exc) from None
     except RecursionError:
         raise ApiError(422, "the document is nested too deeply", "graph") from None
+
+
+def _pool_problem(graph: dict[str, Any], settings: ServiceSettings, rules: Rules):
+    """Several models in one pool (a ``models`` document), within the limits one document has."""
+    models = graph["models"] if isinstance(graph["models"], list) else []
+    documents = [m["document"] for m in models if isinstance(m, dict) and isinstance(m.get("document"), dict)]
+    _check_blocks(sum(_raw_block_count(d)[0] for d in documents), "graph.models", settings)
+    _check_total(sum(_parsed_total(d) for d in documents), "graph.models")
+    problem = problem_from_pool_document(graph, rules=rules)  # errors name the model's field
+    _check_blocks(problem.n, "graph.models", settings)
+    return problem
+
+
+def _parsed_total(data: dict[str, Any]) -> int:
+    try:
+        return _total_bytes(parse_document(data))
+    except InputError:  # the pool's own reading names the field
+        return 0
 
 
 def _options(kind: str, options: dict[str, Any], settings: ServiceSettings) -> dict[str, Any]:

@@ -185,3 +185,35 @@ def test_bad_devices_answer_422_naming_the_field(client: TestClient, change, fie
         response = client.post(route, json={"graph": doc, "options": {}})
         assert response.status_code == 422, response.text
         assert response.json()["field"] == field and words in response.json()["detail"]
+
+
+def two_chains_pool(together: str = "sequential") -> dict[str, Any]:
+    def chain(prefix: str, size: int) -> dict[str, Any]:
+        return {
+            "tensors": [{"id": f"{prefix}0", "size": size}, {"id": f"{prefix}1", "size": size}],
+            "operators": [
+                {"id": "op0", "outputs": [f"{prefix}0"]},
+                {"id": "op1", "inputs": [f"{prefix}0"], "outputs": [f"{prefix}1"]},
+            ],
+        }
+
+    return {"models": [{"id": "a", "document": chain("a", 16)}, {"id": "b", "document": chain("b", 32)}],
+            "together": together}  # fmt: skip
+
+
+@pytest.mark.parametrize(("together", "peak"), [("sequential", 64), ("concurrent", 96)])
+def test_an_inline_pool_document_plans_to_its_known_arena(
+    client: TestClient, together: str, peak: int
+) -> None:
+    job = finish(client, submit(client, two_chains_pool(together), **QUICK))
+    assert job["status"] == "done", job
+    assert job["plan"]["peak"] == peak == job["plan"]["lower_bound"]
+    assert {t["id"] for t in job["plan"]["tensors"]} == {"a/a0", "a/a1", "b/b0", "b/b1"}
+
+
+def test_a_bad_inline_pool_answers_422_naming_the_field(client: TestClient) -> None:
+    pool = two_chains_pool()
+    pool["models"][1]["id"] = "a"
+    response = client.post("/v1/plans", json={"graph": pool})
+    assert response.status_code == 422
+    assert response.json()["field"] == "graph.models[1].id" and "used twice" in response.json()["detail"]
