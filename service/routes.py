@@ -9,9 +9,10 @@ submissions, which cost less than a thread hand-off.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -38,7 +39,7 @@ from service.models import (
     Trace,
     UploadedInput,
 )
-from service.store import JobStore
+from service.store import DuplicateKey, JobStore
 from service.uploads import bundled_inputs, read_upload
 
 JSON = "application/json"
@@ -145,6 +146,28 @@ def _progress(lower_bound: int, stored: str | None, live: dict[str, Any] | None)
     }
 
 
+#: The request header that makes a submission safe to retry: the same key gets the same job.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+KEY_PARAMETER = {
+    "name": IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[!-~]{1,255}$"},
+    "description": "Makes the submission safe to retry: a second one with the same key and request gets "
+    "the first one's job back (header Idempotent-Replayed: true); with another request, 422.",
+}
+
+
+def _idempotency_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not 1 <= len(value) <= 255 or not all("!" <= c <= "~" for c in value):
+        raise ApiError(422, "must be 1 to 255 visible ASCII characters", IDEMPOTENCY_HEADER)
+    return value
+
+
 class JobHandlers:
     """What the job routes do, for either kind of job; the store and pool come from the app's lifespan."""
 
@@ -182,23 +205,43 @@ class JobHandlers:
             JOB_ROUTES[kind].result: json.loads(row["result"]) if row["result"] else None,
         }
 
-    def submit(self, kind: str, request: BaseModel, response: Response) -> dict[str, Any]:
+    def submit(self, kind: str, request: BaseModel, response: Response, key: str | None = None,
+               digest: str | None = None) -> dict[str, Any]:  # fmt: skip
         job = prepare(kind, request, self.settings)  # type: ignore[arg-type]
-        self.manager.submit(job)
+        try:
+            self.manager.submit(replace(job, idempotency_key=key, request_digest=digest))
+        except DuplicateKey:  # the same key submitted at once: the first one stored is the job
+            return self.replay(kind, str(key), digest, response) or {}
         links = _links(kind, job.id)
         response.headers["Location"] = str(links["self"])
         return {"id": job.id, "status": "queued", "links": links}
 
+    def replay(self, kind: str, key: str, digest: str | None, response: Response) -> dict[str, Any] | None:
+        """The job an earlier submission with this idempotency key made, answered again; None if none."""
+        row = self.store.by_key(kind, key)
+        if row is None:
+            return None
+        if row["request_digest"] != digest:
+            raise ApiError(422, "this key was sent before with a different request", IDEMPOTENCY_HEADER)
+        links = _links(kind, row["id"])
+        response.headers["Location"] = str(links["self"])
+        response.headers["Idempotent-Replayed"] = "true"
+        return {"id": row["id"], "status": row["status"], "links": links}
+
     async def accept(self, kind: str, request: Request, response: Response) -> dict[str, Any]:
         """Small documents are checked on the loop (cheaper than the GIL hand-offs of a thread while the
         loop is busy); large ones and bundled names, whose problems may take a while to build, in the
-        thread pool."""
+        thread pool. A submission with an ``Idempotency-Key`` seen before gets that job back."""
+        key = _idempotency_key(request.headers.get(IDEMPOTENCY_HEADER))
         body = await request.body()
         inline = len(body) <= self.settings.inline_body_bytes
         parsed = parse_request(kind, body) if inline else await run_in_threadpool(parse_request, kind, body)
+        digest = hashlib.sha256(parsed.model_dump_json().encode()).hexdigest() if key else None
+        if key is not None and (earlier := self.replay(kind, key, digest, response)) is not None:
+            return earlier
         if not inline or isinstance(parsed.graph, str):  # type: ignore[attr-defined]
-            return await run_in_threadpool(self.submit, kind, parsed, response)
-        return self.submit(kind, parsed, response)
+            return await run_in_threadpool(self.submit, kind, parsed, response, key, digest)
+        return self.submit(kind, parsed, response, key, digest)
 
     def page(self, kind: str, limit: int, after: int | None, status: str | None) -> dict[str, Any]:
         rows, total = self.store.page(kind, limit, after, status)
@@ -297,7 +340,8 @@ def add_job_routes(router: APIRouter, kind: str, handlers: JobHandlers) -> None:
     add(
         "", submit_job, "POST", f"Submit a {noun} job", routes.submit_doc, status_code=202,
         response_model=Accepted, responses=BODY_ERRORS,
-        openapi_extra={"requestBody": {"required": True, "content": {JSON: {"schema": schema}}}},
+        openapi_extra={"requestBody": {"required": True, "content": {JSON: {"schema": schema}}},
+                       "parameters": [KEY_PARAMETER]},
     )  # fmt: skip
     add(
         "", list_jobs, "GET", f"List {noun} jobs", routes.list_doc, response_model=JobPage,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -43,11 +43,22 @@ CREATE TABLE IF NOT EXISTS jobs (
     trace TEXT,
     layout TEXT,
     error TEXT,
-    peak INTEGER
+    peak INTEGER,
+    idempotency_key TEXT,
+    request_digest TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_kind_seq ON jobs (kind, seq);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 """
+
+#: Columns added since the first schema, with their types: a store written before gets them on opening.
+_ADDED_COLUMNS = {"idempotency_key": "TEXT", "request_digest": "TEXT"}
+
+#: One job per kind and idempotency key: a retried submission finds the job it made.
+_KEY_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_idempotency ON jobs (kind, idempotency_key) "
+    "WHERE idempotency_key IS NOT NULL"
+)
 
 #: Columns every read returns (the big ``graph``/``trace``/``layout`` texts only when asked for).
 _SUMMARY = (
@@ -60,6 +71,10 @@ _STORAGE_ERRORS = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR}
 
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
+
+
+class DuplicateKey(Exception):
+    """Another submission with the same idempotency key was stored first."""
 
 
 class StoreFull(Exception):
@@ -80,6 +95,8 @@ class NewJob:
     blocks: int
     lower_bound: int
     algorithm: str
+    idempotency_key: str | None = None
+    request_digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +125,11 @@ class JobStore:
             if version > SCHEMA_VERSION:
                 raise RuntimeError(f"{path} was written by a newer gaplanner (schema {version})")
             self._db.executescript(_SCHEMA)
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+            for column, kind in _ADDED_COLUMNS.items():
+                if column not in present:  # a store from before the column: nothing in it has a key
+                    self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+            self._db.execute(_KEY_INDEX)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -156,24 +178,39 @@ class JobStore:
     # --- writes -----------------------------------------------------------------------------------
 
     def insert(self, job: NewJob) -> float:
+        """Store a queued job; :class:`DuplicateKey` if its idempotency key is taken (nothing is stored)."""
         created = time.time()
-        with self._writing() as db:
-            db.execute(
-                "INSERT INTO jobs (id, kind, status, graph, options, name, blocks, lower_bound, algorithm, "
-                "created) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job.id,
-                    job.kind,
-                    json.dumps(job.graph, separators=(",", ":")),
-                    json.dumps(job.options),
-                    job.name,
-                    job.blocks,
-                    job.lower_bound,
-                    job.algorithm,
-                    created,
-                ),
-            )
+        try:
+            with self._writing() as db:
+                db.execute(
+                    "INSERT INTO jobs (id, kind, status, graph, options, name, blocks, lower_bound, "
+                    "algorithm, created, idempotency_key, request_digest) "
+                    "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        job.id,
+                        job.kind,
+                        json.dumps(job.graph, separators=(",", ":")),
+                        json.dumps(job.options),
+                        job.name,
+                        job.blocks,
+                        job.lower_bound,
+                        job.algorithm,
+                        created,
+                        job.idempotency_key,
+                        job.request_digest,
+                    ),
+                )
+        except sqlite3.IntegrityError as exc:
+            if job.idempotency_key is None:
+                raise
+            raise DuplicateKey(job.idempotency_key) from exc
         return created
+
+    def by_key(self, kind: str, key: str) -> sqlite3.Row | None:
+        """The job of this kind submitted with this idempotency key (id, status, digest), if any."""
+        return self._one(
+            "SELECT id, status, request_digest FROM jobs WHERE kind = ? AND idempotency_key = ?", (kind, key)
+        )
 
     def mark_running(self, job_id: str) -> tuple[str, Any, dict[str, Any]] | None:
         """queued -> running; the job's kind, graph and options, or None if it is no longer queued."""
