@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gaplanner.errors import InputError
+from gaplanner.graph import WORKSPACE_SUFFIX
 from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
 from gaplanner.rules import Rules
 from gaplanner.schema import (
@@ -91,7 +92,10 @@ def _shared_sizes(models: Sequence[tuple[str, Document]], shared: Sequence[str])
                     f"{model_id!r}, {found[tensor.id].memory!r} before",
                     f"models[{k}].document.tensors",
                 )
-            found.setdefault(tensor.id, tensor)
+            aligned = _aligned(tensor, doc)
+            if tensor.id in found:  # one buffer for every model: aligned as each of them asks
+                aligned = int(np.lcm(aligned, found[tensor.id].alignment or 1))
+            found[tensor.id] = found.get(tensor.id, tensor).model_copy(update={"alignment": aligned})
     for name in shared:
         if name not in found:
             raise InputError(f"no model has a tensor {name!r}", "shared")
@@ -143,7 +147,9 @@ def _pool_graphs(
             return t if t in shared_tensors else f"{model_id}{MODEL_SEP}{t}"
 
         tensors += [
-            t.model_copy(update={"id": rename(t.id)}) for t in doc.tensors or [] if t.id not in shared
+            t.model_copy(update={"id": rename(t.id), "alignment": _aligned(t, doc)})
+            for t in doc.tensors or []
+            if t.id not in shared
         ]
         ops = _renamed_operators(model_id, doc, rename, core_base)
         inputs = [rename(t) for t in _model_inputs(doc) if t not in shared_tensors]
@@ -166,7 +172,8 @@ def _pool_graphs(
     written = {t for op in operators for t in op.outputs}
     return Document(
         name=None,
-        alignment=int(np.lcm.reduce([doc.alignment for _, doc in models])),
+        alignment=1,  # each tensor carries its own model's alignment, each workspace gets it after
+        # (_model_alignments): a model's alignment is no rule for another's blocks
         tensors=tensors,
         operators=operators,
         sync=sync,
@@ -175,6 +182,26 @@ def _pool_graphs(
         outputs=list(shared_tensors),
         memories=memories,
     )
+
+
+def _aligned(tensor: Tensor, doc: Document) -> int:
+    """The tensor's alignment in its own model: its own and its document's."""
+    return int(np.lcm(tensor.alignment or 1, doc.alignment))
+
+
+def _model_alignments(problem: Problem, models: Sequence[tuple[str, Document]]) -> Problem:
+    """The pooled graph's problem with each workspace aligned as its own model asks."""
+    step = {
+        f"{model_id}{MODEL_SEP}{op.id}{WORKSPACE_SUFFIX}": doc.alignment
+        for model_id, doc in models
+        for op in doc.operators or []
+        if op.workspace is not None
+    }
+    alignments = problem.alignments.copy()
+    for b, bid in enumerate(problem.ids):
+        if bid in step:
+            alignments[b] = np.lcm(alignments[b], step[bid])
+    return replace(problem, alignments=alignments)
 
 
 def _model_inputs(doc: Document) -> list[str]:
@@ -278,7 +305,10 @@ def pool_problem(
         keep_outputs = rules.keep_outputs if rules is not None else True
         _check_pins(models, memory_map)
         pooled = _pool_graphs(models, together, shared, keep_outputs, memory_map)
-        return build_problem(pooled, name, rules)
+        # Each model's caller reads its outputs (or not, copied out): the pooled graph's own outputs are
+        # the shared tensors, which persist to the end whatever the models' runtime does with outputs.
+        pooled_rules = replace(rules or Rules(), keep_outputs=True)
+        return _model_alignments(build_problem(pooled, name, pooled_rules), models)
     if any(graphs):
         raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
     if memory_map is not None:
