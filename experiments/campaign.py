@@ -5,8 +5,8 @@ list or arrays with alignment and pinned buffers, vector-clock buffers, a
 graph on one or several cores with views, in-place chances, workspaces,
 declared inputs and outputs and pinned tensors under random rules, several
 models in one pool one after another or at once, some sharing a tensor,
-buffer lists and graphs across memories with capacities, alignments, costs and
-pins). Every algorithm plans it (and the GA with its exact turns), and each
+buffer lists, graphs and pools of graphs across memories with capacities,
+alignments, costs and pins). Every algorithm plans it (and the GA with its exact turns), and each
 plan is checked against the campaign's own reading of the rules
 (experiments/oracle.py) and, where the problem is small, against the
 brute-force optimum: no plan below it, the lower bound never above it,
@@ -50,7 +50,10 @@ MAX_BRUTE_FORCE_BLOCKS = 6
 #: Across memories the brute force tries at most this many assignments of blocks to memories (cheapest
 #: first), and orders the blocks of each memory (at most MAX_BRUTE_FORCE_BLOCKS blocks).
 MAX_MEMORY_ASSIGNMENTS = 243
-KINDS = ("arrays", "buffers", "clocks", "graph", "multicore", "pool", "memories", "memory-graph", "shared")
+KINDS = (
+    "arrays", "buffers", "clocks", "graph", "multicore", "pool", "memories", "memory-graph", "shared",
+    "memory-pool",
+)  # fmt: skip
 
 
 # --- Random problems -------------------------------------------------------------------------------
@@ -159,14 +162,14 @@ def _rules(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def _memories(rng: np.random.Generator) -> list[dict[str, Any]]:
-    """Two or three memories, fastest first: small capacities (the last unbounded), alignments, costs
-    given for some (the others take the defaults)."""
+    """Two or three memories, fastest first: small capacities (the last mostly unbounded), alignments,
+    costs given for some (the others take the defaults)."""
     count, costs, read = int(rng.integers(2, 4)), bool(rng.random() < 0.6), 0
     memories = []
     for k in range(count):
         memory: dict[str, Any] = {"id": f"mem{k}"}
-        if k < count - 1:
-            memory["capacity"] = int(rng.integers(4, 41))
+        if k < count - 1 or rng.random() < 0.2:  # all bounded: the plan answers whether it fits
+            memory["capacity"] = int(rng.integers(4, 41)) * (1 if k < count - 1 else 2)
         if rng.random() < 0.3:
             memory["alignment"] = int(rng.choice([2, 4, 8]))
         read += int(rng.integers(1, 6))
@@ -220,6 +223,14 @@ def make_case(seed: int) -> dict[str, Any]:
         return {"kind": kind, "document": document, "rules": _rules(rng)}
     if kind == "shared":
         return {"kind": kind, "pool": _shared_pool(rng), "rules": _rules(rng)}
+    if kind == "memory-pool":
+        memories = _memories(rng)
+        models = [{"id": f"m{k}", "document": _graph(rng, 1)} for k in range(2)]
+        for model in models:
+            _pin_to_memories(rng, model["document"]["tensors"], memories)
+        together = str(rng.choice(["sequential", "concurrent"]))
+        pool = {"models": models, "together": together, "memories": memories}
+        return {"kind": kind, "pool": pool, "rules": _rules(rng)}
     together = str(rng.choice(["sequential", "concurrent"]))
     if rng.random() < 0.5:
         models = [{"id": f"m{k}", "document": _graph(rng, 1)} for k in range(2)]
@@ -247,7 +258,7 @@ def build(case: dict[str, Any]):  # -> gaplanner.Problem
             lower, upper = lower[:, 0], upper[:, 0]
         return make(np.array(case["sizes"]), lower, upper, alignment=case["alignment"],
                     offsets=np.array(case["offsets"]))  # fmt: skip
-    if kind in ("pool", "shared"):
+    if kind in ("pool", "shared", "memory-pool"):
         return problem_from_pool_document(case["pool"], rules=rules)
     return problem_from_json(case["document"], rules=rules)
 
@@ -260,6 +271,13 @@ def read(case: dict[str, Any]) -> oracle.Reading | oracle.MemoryReading:
         return oracle.buffer_memory_reading(case["document"])
     if kind == "memory-graph":
         return oracle.graph_memory_reading(case["document"], **rules)
+    if kind == "memory-pool":
+        pool = case["pool"]
+        models = [
+            (m["id"], oracle.graph_memory_reading({**m["document"], "memories": pool["memories"]}, **rules))
+            for m in pool["models"]
+        ]
+        return oracle.pool_memory_reading(models, pool["together"], oracle.memory_specs(pool))
     if kind in ("arrays", "clocks"):
         ids = [str(i) for i in range(len(case["sizes"]))]
         lower = case["lower"] if kind == "clocks" else [t[0] for t in case["lower"]]
@@ -614,20 +632,22 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
             "with views, in-place chances, workspaces, declared inputs and outputs and pinned tensors under "
             "random rules, two models pooled one after another or at once, buffer lists and graphs across "
             "two or three memories (capacities, alignments, given or default costs, blocks pinned to a "
-            "memory), and two graphs pooled with a shared input. Every algorithm of `gaplanner.ALGORITHMS` "
-            f"plans it (the GA with {GA_OPTIONS}, random search with {RANDOM_SEARCH_OPTIONS}, the exact "
-            f"search with {EXACT_OPTIONS}), and the default hybrid, the GA between exact turns, with "
-            f"{HYBRID_OPTIONS}; across memories the algorithms that plan there (the others must refuse). "
+            "memory; now and then every memory bounded, asking whether the input fits), two graphs pooled "
+            "with a shared input, and two graphs pooled across one memory map. Every algorithm of "
+            "`gaplanner.ALGORITHMS` plans it (the GA with "
+            f"{GA_OPTIONS}, random search with {RANDOM_SEARCH_OPTIONS}, the exact search with "
+            f"{EXACT_OPTIONS}), and so does the default hybrid, the GA between exact turns, with "
+            f"{HYBRID_OPTIONS}; across memories, the algorithms that plan there (the others must refuse). "
             "Each plan is checked against `experiments/oracle.py`, written from docs/rules.md and "
-            "docs/memories.md: every rule, and across memories each memory's capacity, alignment and peak, "
-            "the pins and the access cost recomputed. Where at most "
+            "docs/memories.md: every rule, and across memories each memory's capacity, alignment and "
+            "peak, the pins and the access cost recomputed. Where at most "
             f"{MAX_BRUTE_FORCE_BLOCKS} blocks are free it is also checked against the brute-force optimum "
             "(first-fit over every order, for every legal set of in-place writes): no peak below it, no "
-            "lower bound above it, `optimal` only at it, and the exact search at it where no in-place write "
-            f"is to choose; across memories, where at most {MAX_MEMORY_ASSIGNMENTS} assignments of blocks "
-            "to memories exist, against the least cost of any plan that fits. A 'does not fit' answer is "
-            "a failure where the brute force has a plan that fits. The earlier six-kind campaign's totals "
-            "are in this file's git history."
+            "lower bound above it, `optimal` only at it, and the exact search at it where no in-place "
+            f"write is to choose; across memories, where at most {MAX_MEMORY_ASSIGNMENTS} assignments of "
+            "blocks to memories exist, against the least cost of any plan that fits. A 'does not fit' "
+            "answer is a failure where the brute force has a plan that fits. The earlier six-kind "
+            "campaign's totals are in this file's git history."
         )
         path = write_results(
             "campaign", "Planner-vs-oracle campaign", ("count", "value"), rows, command, notes

@@ -475,6 +475,21 @@ def graph_memory_reading(
     return MemoryReading(reading, memory_specs(doc), pins, written, read)
 
 
+def pool_memory_reading(
+    models: Sequence[tuple[str, MemoryReading]], together: str, memories: list[MemorySpec]
+) -> MemoryReading:
+    """Models pooled across one memory map: each model's items (``MODEL/item``) move the bytes they
+    move alone, under their own model's pins."""
+    reading = pool_reading([(model_id, mr.reading) for model_id, mr in models], together)
+    written, read, pins = {}, {}, {}
+    for model_id, mr in models:
+        for item in mr.reading.sizes:
+            written[f"{model_id}/{item}"] = mr.written[item]
+            read[f"{model_id}/{item}"] = mr.read[item]
+        pins.update({f"{model_id}/{item}": memory for item, memory in mr.pinned_memory.items()})
+    return MemoryReading(reading, memories, pins, written, read)
+
+
 def access_cost(mr: MemoryReading, memory_of: dict[str, str]) -> float:
     """Bytes written and read, each times the cost per byte of the memory they are in."""
     total = 0.0

@@ -204,6 +204,24 @@ def _model_alignments(problem: Problem, models: Sequence[tuple[str, Document]]) 
     return replace(problem, alignments=alignments)
 
 
+def _copied_out_reads(
+    problem: Problem, models: Sequence[tuple[str, Document]], shared: Sequence[str]
+) -> Problem:
+    """Copied out, each model output is still read once by the caller (as a model planned alone), though
+    no operator of the pooled graph reads it: its bytes count in the access cost across memories."""
+    system, tensors = problem.memories, problem.tensors
+    if system is None or tensors is None:
+        return problem
+    block = dict(zip(tensors.ids, tensors.block_of.tolist(), strict=True))
+    size = dict(zip(tensors.ids, tensors.sizes.tolist(), strict=True))
+    read = system.read_bytes.copy()
+    for model_id, doc in models:
+        for t in _model_outputs(doc):
+            if t not in shared:
+                read[block[f"{model_id}{MODEL_SEP}{t}"]] += size[f"{model_id}{MODEL_SEP}{t}"]
+    return replace(problem, memories=replace(system, read_bytes=read))
+
+
 def _model_inputs(doc: Document) -> list[str]:
     written = {t for op in doc.operators or [] for t in op.outputs}
     return [t.id for t in doc.tensors or [] if t.id not in written]
@@ -308,7 +326,8 @@ def pool_problem(
         # Each model's caller reads its outputs (or not, copied out): the pooled graph's own outputs are
         # the shared tensors, which persist to the end whatever the models' runtime does with outputs.
         pooled_rules = replace(rules or Rules(), keep_outputs=True)
-        return _model_alignments(build_problem(pooled, name, pooled_rules), models)
+        problem = _model_alignments(build_problem(pooled, name, pooled_rules), models)
+        return problem if keep_outputs else _copied_out_reads(problem, models, shared)
     if any(graphs):
         raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
     if memory_map is not None:

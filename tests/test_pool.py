@@ -203,3 +203,20 @@ def test_a_shared_buffer_persists_when_outputs_are_copied_out() -> None:
         for algorithm in BASELINES.values():
             offsets = algorithm(problem).tensor_offsets()
             assert not any(overlap(offsets, sizes, "kv", t) for t in offsets if t != "kv"), together
+
+
+@pytest.mark.parametrize("keep_outputs", [True, False])
+def test_a_pooled_model_moves_the_bytes_it_moves_alone(keep_outputs: bool) -> None:
+    """The campaign found pooled graphs across memories dropping the caller's read of each output
+    when outputs are copied out (a model planned alone counts it)."""
+    from gaplanner.rules import Rules
+
+    doc = parse_document(
+        {**chain("t", [8, 16, 4]), "memories": [{"id": "sram", "capacity": 64}, {"id": "dram"}]}
+    )
+    rules = Rules(keep_outputs=keep_outputs)
+    alone = build_problem(doc, rules=rules).memories
+    pooled = pool_problem([("m", doc), ("n", doc)], "sequential", rules=rules).memories
+    # each tensor written once; read by its reader, and t2 (the output) once by the caller
+    assert (alone.write_bytes.sum(), alone.read_bytes.sum()) == (28, 28)
+    assert (pooled.write_bytes.sum(), pooled.read_bytes.sum()) == (56, 56)
