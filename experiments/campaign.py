@@ -319,6 +319,7 @@ class Tally:
     memory_plans: int = 0
     exact_plans: int = 0
     no_fit: int = 0
+    missed_fit: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
@@ -332,7 +333,8 @@ class Tally:
 
 
 COUNTS = ("problems", "refused", "plans", "invalid", "false_optimal", "below_optimum", "bound_above_optimum",
-          "exact_missed", "crashes", "with_optimum", "memory_plans", "exact_plans", "no_fit")  # fmt: skip
+          "exact_missed", "crashes", "with_optimum", "memory_plans", "exact_plans", "no_fit",
+          "missed_fit")  # fmt: skip
 #: What a check finds, and the count it adds to.
 FINDINGS = {
     "invalid": "invalid",
@@ -515,11 +517,11 @@ def _check_memory_case(
                 tally.crashes += 1
                 fail("crash", algorithm, f"refused: {exc}")
             continue
-        except DoesNotFit as exc:
+        except DoesNotFit:
+            # the search found no plan that fits and claims no proof (docs/memories.md): where the
+            # brute force has one, a heuristic missed it, counted apart
             tally.no_fit += 1
-            if best is not None:  # the brute force has a plan that fits
-                tally.crashes += 1
-                fail("crash", algorithm, f"{type(exc).__name__}: {exc}; least cost of a fit {best}")
+            tally.missed_fit += best is not None
             continue
         except Exception as exc:  # any other exception is a finding here
             tally.crashes += 1
@@ -604,6 +606,7 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
         ("of which across memories", tally.memory_plans),
         ("of which by the exact search alone", tally.exact_plans),
         ("answers 'does not fit' (memories)", tally.no_fit),
+        ("of which the brute force fits (heuristics)", tally.missed_fit),
         ("invalid plans", tally.invalid),
         ("false optimality claims", tally.false_optimal),
         ("plans below the optimum", tally.below_optimum),
@@ -645,8 +648,9 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
             "(first-fit over every order, for every legal set of in-place writes): no peak below it, no "
             "lower bound above it, `optimal` only at it, and the exact search at it where no in-place "
             f"write is to choose; across memories, where at most {MAX_MEMORY_ASSIGNMENTS} assignments of "
-            "blocks to memories exist, against the least cost of any plan that fits. A 'does not fit' "
-            "answer is a failure where the brute force has a plan that fits. The earlier six-kind "
+            "blocks to memories exist, against the least cost of any plan that fits; a 'does not fit' "
+            "answer claims no proof, so one where the brute force fits is counted apart, not as a "
+            "failure. The earlier six-kind "
             "campaign's totals are in this file's git history."
         )
         path = write_results(

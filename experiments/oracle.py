@@ -221,7 +221,9 @@ def pool_reading(models: Sequence[tuple[str, Reading]], together: str, shared: S
         name = {item: item if item in shared else f"{model_id}/{item}" for item in r.sizes}
         for item, full in name.items():
             owner[full] = (model_id, item)
-            combined.sizes[full], combined.alignment[full] = r.sizes[item], r.alignment[item]
+            # a shared tensor is one buffer for every model: aligned as each of them asks
+            aligned = math.lcm(r.alignment[item], combined.alignment.get(full, 1))
+            combined.sizes[full], combined.alignment[full] = r.sizes[item], aligned
             combined.root[full] = name[r.group_of(item)]
             if item in r.pinned:
                 combined.pinned[full] = r.pinned[item]
