@@ -149,6 +149,48 @@ FOUND = {
             ],
         },
     },
+    # the oracle took one model's alignment for a shared tensor; the library aligns it as each asks
+    "shared alignment": {
+        "kind": "shared",
+        "pool": {
+            "models": [
+                {
+                    "id": "m0",
+                    "document": {
+                        "operators": [
+                            {"id": "op0", "inputs": ["x0"], "outputs": ["t0a"], "inplace": {"t0a": "x0"}},
+                            {"id": "op1", "inputs": ["x0"], "outputs": ["t1a"]},
+                            {"id": "op2", "inputs": ["x1"], "outputs": ["t2a"], "views": {"t2a": "x1"}},
+                            {"id": "op3", "inputs": ["x0", "x1"], "outputs": ["t3a"], "views": {"t3a": "x1"}},
+                        ],
+                        "alignment": 2,
+                        "tensors": [
+                            {"id": "x0", "size": 9},
+                            {"id": "x1", "size": 11},
+                            {"id": "t0a", "size": 9},
+                            {"id": "t1a", "size": 13},
+                            {"id": "t2a", "size": 11},
+                            {"id": "t3a", "size": 11},
+                        ],
+                    },
+                },
+                {
+                    "id": "m1",
+                    "document": {
+                        "operators": [{"id": "op0", "inputs": ["x1"], "outputs": ["t0a"], "workspace": 7}],
+                        "tensors": [
+                            {"id": "x0", "size": 9},
+                            {"id": "x1", "size": 11},
+                            {"id": "t0a", "size": 5, "offset": 16},
+                        ],
+                    },
+                },
+            ],
+            "together": "concurrent",
+            "shared": ["x0"],
+        },
+        "rules": {"keep_outputs": True, "views": True, "inplace": "never"},
+    },
 }
 
 
