@@ -214,25 +214,36 @@ def graph_reading(
 # --- Several models in one pool --------------------------------------------------------------------
 
 
-def pool_reading(models: Sequence[tuple[str, Reading]], together: str) -> Reading:
+def pool_reading(models: Sequence[tuple[str, Reading]], together: str, shared: Sequence[str] = ()) -> Reading:
     """Models one after another (anything of one may reuse another's bytes) or at once (nothing shared).
 
-    Each model's items are named ``MODEL/item``.
+    Each model's items are named ``MODEL/item``, but a ``shared`` tensor: one item of its own name for
+    every model that has it, persisting across them all (live from the first model's start to the last
+    one's end), so it shares bytes with nothing live and gives its bytes to no in-place output.
     """
     owner: dict[str, tuple[str, str]] = {}
     combined = Reading({}, {}, {}, lambda x, y: False)
     for model_id, r in models:
-        name = {item: f"{model_id}/{item}" for item in r.sizes}
+        name = {item: item if item in shared else f"{model_id}/{item}" for item in r.sizes}
         for item, full in name.items():
             owner[full] = (model_id, item)
-            combined.sizes[full], combined.alignment[full] = r.sizes[item], r.alignment[item]
+            # a shared tensor is one buffer for every model: aligned as each of them asks
+            aligned = math.lcm(r.alignment[item], combined.alignment.get(full, 1))
+            combined.sizes[full], combined.alignment[full] = r.sizes[item], aligned
             combined.root[full] = name[r.group_of(item)]
             if item in r.pinned:
                 combined.pinned[full] = r.pinned[item]
-        combined.chances += [(name[o], name[h]) for o, h in r.chances]
+        combined.chances += [
+            (name[o], name[h])
+            for o, h in r.chances
+            if r.group_of(o) not in shared and r.group_of(h) not in shared
+        ]
     readings = dict(models)
+    persisting = set(shared)
 
     def apart(x: str, y: str) -> bool:
+        if {combined.root[x], combined.root[y]} & persisting:
+            return False
         (mx, ix), (my, iy) = owner[x], owner[y]
         if mx == my:
             return readings[mx].apart(ix, iy)
@@ -387,3 +398,205 @@ def free_blocks(reading: Reading) -> int:
     """Blocks the brute force orders (views merged, pinned ones apart): its cost grows as their factorial."""
     groups = {reading.group_of(i) for i in reading.sizes}
     return len(groups) - len({reading.group_of(i) for i in reading.pinned})
+
+
+# --- Memories (docs/memories.md) -------------------------------------------------------------------
+
+#: Without given costs, the first memory costs 1 per byte and each next one this many times the one before.
+COST_STEP = 10.0
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    """One memory as a document lists it, its defaults filled in."""
+
+    id: str
+    capacity: int | None
+    alignment: int
+    read_cost: float
+    write_cost: float
+
+
+@dataclass
+class MemoryReading:
+    """An input with memories: its one-arena reading, the memories, pins to them and bytes each item moves."""
+
+    reading: Reading
+    memories: list[MemorySpec]
+    pinned_memory: dict[str, str]
+    written: dict[str, int]
+    read: dict[str, int]
+
+    def spec(self, memory: str) -> MemorySpec:
+        return next(m for m in self.memories if m.id == memory)
+
+
+def memory_specs(doc: dict[str, Any]) -> list[MemorySpec]:
+    """The memories fastest first: costs default to 1, then 10 times the one before; writes to reads."""
+    specs, previous = [], None
+    for m in doc["memories"]:
+        read = m.get("read_cost", 1.0 if previous is None else previous * COST_STEP)
+        specs.append(
+            MemorySpec(m["id"], m.get("capacity"), m.get("alignment", 1), read, m.get("write_cost", read))
+        )
+        previous = read
+    return specs
+
+
+def buffer_memory_reading(doc: dict[str, Any]) -> MemoryReading:
+    """A buffer list with memories: each buffer written once and read once."""
+    reading = buffer_document_reading(doc)
+    sizes = reading.sizes
+    pins = {b["id"]: b["memory"] for b in doc["buffers"] if "memory" in b}
+    return MemoryReading(reading, memory_specs(doc), pins, dict(sizes), dict(sizes))
+
+
+def graph_memory_reading(
+    doc: dict[str, Any], keep_outputs: bool = True, views: bool = True, inplace: str = "auto"
+) -> MemoryReading:
+    """A graph with memories: each tensor written once (by its operator, or the caller for a model input;
+    a view writes nothing), read once per operator input naming it and once by the caller for a model
+    output; a workspace written and read once."""
+    reading = graph_reading(doc, keep_outputs, views, inplace)
+    ops = doc["operators"]
+    written = {t: 0 for t in reading.sizes}
+    read = {t: 0 for t in reading.sizes}
+    writers = {t for op in ops for t in op.get("outputs", [])}
+    readers = {t for op in ops for t in op.get("inputs", [])}
+    for op in ops:
+        for t in op.get("inputs", []):
+            read[t] += reading.sizes[t]
+        for t in op.get("outputs", []):
+            if not (views and t in op.get("views", {})):
+                written[t] += reading.sizes[t]
+        if op.get("workspace"):
+            scratch = op["id"] + "#workspace"
+            written[scratch] += reading.sizes[scratch]
+            read[scratch] += reading.sizes[scratch]
+    outputs = doc["outputs"] if doc.get("outputs") is not None else [t for t in writers if t not in readers]
+    for t in outputs:
+        read[t] += reading.sizes[t]
+    for t in doc["tensors"]:
+        if t["id"] not in writers:
+            written[t["id"]] += reading.sizes[t["id"]]
+    pins = {t["id"]: t["memory"] for t in doc["tensors"] if "memory" in t}
+    return MemoryReading(reading, memory_specs(doc), pins, written, read)
+
+
+def pool_memory_reading(
+    models: Sequence[tuple[str, MemoryReading]], together: str, memories: list[MemorySpec]
+) -> MemoryReading:
+    """Models pooled across one memory map: each model's items (``MODEL/item``) move the bytes they
+    move alone, under their own model's pins."""
+    reading = pool_reading([(model_id, mr.reading) for model_id, mr in models], together)
+    written, read, pins = {}, {}, {}
+    for model_id, mr in models:
+        for item in mr.reading.sizes:
+            written[f"{model_id}/{item}"] = mr.written[item]
+            read[f"{model_id}/{item}"] = mr.read[item]
+        pins.update({f"{model_id}/{item}": memory for item, memory in mr.pinned_memory.items()})
+    return MemoryReading(reading, memories, pins, written, read)
+
+
+def access_cost(mr: MemoryReading, memory_of: dict[str, str]) -> float:
+    """Bytes written and read, each times the cost per byte of the memory they are in."""
+    total = 0.0
+    for item in mr.reading.sizes:
+        spec = mr.spec(memory_of[item])
+        total += mr.written[item] * spec.write_cost + mr.read[item] * spec.read_cost
+    return total
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def memory_violation(
+    mr: MemoryReading, offsets: dict[str, int], memory_of: dict[str, str], peaks: dict[str, int], cost: float
+) -> str | None:
+    """The first broken rule of a plan across memories (item -> memory and offset, per memory its peak,
+    the total cost), or None: one-arena rules within each memory, capacities, pins, the cost."""
+    r = mr.reading
+    if set(memory_of) != set(r.sizes):
+        return f"the plan's memories name other items: {sorted(set(memory_of) ^ set(r.sizes))}"
+    names = [m.id for m in mr.memories]
+    if set(peaks) != set(names):
+        return f"the plan's memories are {sorted(peaks)}, the document lists {names}"
+    for item, memory in memory_of.items():
+        if memory not in names:
+            return f"{item} in unknown memory {memory!r}"
+        if item in mr.pinned_memory and memory != mr.pinned_memory[item]:
+            return f"{item} pinned to {mr.pinned_memory[item]}, planned in {memory}"
+        if memory != memory_of[r.group_of(item)]:
+            return f"view {item} is not in its input's memory"
+        spec = mr.spec(memory)
+        if offsets.get(item, 0) % spec.alignment:
+            return f"{item} at {offsets[item]}: not a multiple of {memory}'s alignment {spec.alignment}"
+        if spec.capacity is not None and offsets.get(item, 0) + r.sizes[item] > spec.capacity:
+            return f"{item} ends at {offsets[item] + r.sizes[item]}, beyond {memory} ({spec.capacity} bytes)"
+    for memory in names:
+        items = [i for i in r.sizes if memory_of[i] == memory]
+        top = max((offsets[i] + r.sizes[i] for i in items), default=0)
+        if top != peaks[memory]:
+            return f"{memory}: claimed peak {peaks[memory]}, but its blocks reach {top}"
+        if items and (broken := violation(_within(r, items), {i: offsets[i] for i in items}, top)):
+            return f"{memory}: {broken}"
+    if not _close(cost, access_cost(mr, memory_of)):
+        return f"claimed cost {cost}, but the bytes moved cost {access_cost(mr, memory_of)}"
+    return None
+
+
+def _within(r: Reading, items: Sequence[str], alignment: int = 1) -> Reading:
+    """The reading of some items alone (one memory's), their offsets also multiples of ``alignment``."""
+    keep = set(items)
+    return Reading(
+        {i: r.sizes[i] for i in items},
+        {i: math.lcm(r.alignment[i], alignment) for i in items},
+        {i: p for i, p in r.pinned.items() if i in keep},
+        r.apart,
+        {i: g for i, g in r.root.items() if i in keep},
+        [(o, h) for o, h in r.chances if o in keep and h in keep],
+    )
+
+
+def memory_choices(mr: MemoryReading) -> int:
+    """How many assignments of blocks to memories :func:`memory_optimum` tries."""
+    r = mr.reading
+    groups = {r.group_of(item) for item in r.sizes}
+    pinned = {r.group_of(item) for item in mr.pinned_memory}
+    return len(mr.memories) ** len(groups - pinned)
+
+
+def memory_optimum(mr: MemoryReading) -> float | None:
+    """The least access cost of any plan, by brute force over the memory of each block (view groups
+    move together; no in-place chances): the cheapest assignment whose every memory holds its blocks
+    within its capacity. None when no assignment fits."""
+    r = mr.reading
+    if r.chances:
+        raise ValueError("the memory brute force takes no in-place chances")
+    groups: dict[str, list[str]] = {}
+    for item in r.sizes:
+        groups.setdefault(r.group_of(item), []).append(item)
+    choices = []
+    for members in groups.values():
+        pins = {mr.pinned_memory[i] for i in members if i in mr.pinned_memory}
+        choices.append(sorted(pins) if pins else [m.id for m in mr.memories])
+    assignments = []
+    for chosen in itertools.product(*choices):
+        memory_of = {i: m for members, m in zip(groups.values(), chosen, strict=True) for i in members}
+        assignments.append((access_cost(mr, memory_of), memory_of))
+    assignments.sort(key=lambda pair: pair[0])
+    for cost, memory_of in assignments:
+        if all(_fits(mr, spec, [i for i in r.sizes if memory_of[i] == spec.id]) for spec in mr.memories):
+            return cost
+    return None
+
+
+def _fits(mr: MemoryReading, spec: MemorySpec, items: list[str]) -> bool:
+    if not items or spec.capacity is None:
+        return True
+    try:
+        peak, _ = optimum(_within(mr.reading, items, spec.alignment))
+    except ValueError:  # its pins overlap
+        return False
+    return peak <= spec.capacity

@@ -19,7 +19,6 @@ on vector clocks, one component per model, at the same time).
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Any, Literal
@@ -28,10 +27,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gaplanner.errors import InputError
+from gaplanner.graph import WORKSPACE_SUFFIX
 from gaplanner.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
 from gaplanner.rules import Rules
 from gaplanner.schema import (
-    Device,
     Document,
     Identifier,
     Memory,
@@ -100,7 +99,10 @@ def _shared_sizes(models: Sequence[tuple[str, Document]], shared: Sequence[str])
                     f"{model_id!r}, {found[tensor.id].memory!r} before",
                     f"models[{k}].document.tensors",
                 )
-            found.setdefault(tensor.id, tensor)
+            aligned = _aligned(tensor, doc)
+            if tensor.id in found:  # one buffer for every model: aligned as each of them asks
+                aligned = int(np.lcm(aligned, found[tensor.id].alignment or 1))
+            found[tensor.id] = found.get(tensor.id, tensor).model_copy(update={"alignment": aligned})
     for name in shared:
         if name not in found:
             raise InputError(f"no model has a tensor {name!r}", "shared")
@@ -142,13 +144,6 @@ def _pool_graphs(
     schedule: Sequence[str] | None = None,
 ) -> Document:
     shared_tensors = _shared_sizes(models, shared)
-    alignment, devices = _pool_alignment(models)
-    if devices:  # each model's tensors keep its own alignment; shared ones take every user's (devices)
-        shared_tensors = {
-            t: tensor.model_copy(update={"alignment": math.lcm(tensor.alignment or 1, *(
-                doc.alignment for _, doc in models if any(x.id == t for x in doc.tensors or [])))})
-            for t, tensor in shared_tensors.items()
-        }  # fmt: skip
     tensors: list[Tensor] = list(shared_tensors.values())
     operators: list[Operator] = []
     sync: list[SyncEdge] = []
@@ -159,28 +154,24 @@ def _pool_graphs(
         def rename(t: str, model_id: str = model_id) -> str:
             return t if t in shared_tensors else f"{model_id}{MODEL_SEP}{t}"
 
-        own = doc.alignment if devices else None
         tensors += [
             t.model_copy(
                 update={
                     "id": rename(t.id),
                     "part_of": t.part_of and rename(t.part_of),
-                    **({"alignment": math.lcm(t.alignment or 1, own)} if own else {}),
+                    "alignment": _aligned(t, doc),
                 }
             )
             for t in doc.tensors or []
             if t.id not in shared
         ]
         ops = _renamed_operators(model_id, doc, rename, core_base)
-        if devices:
-            ops = [op.model_copy(update={"device": model_id}) for op in ops]
         sync += [
             SyncEdge(before=f"{model_id}{MODEL_SEP}{e.before}", after=f"{model_id}{MODEL_SEP}{e.after}")
             for e in doc.sync
         ]
         inputs = [rename(t) for t in _model_inputs(doc) if t not in shared_tensors]
-        device = model_id if devices else None
-        feed = Operator(id=f"{model_id}{MODEL_SEP}{FEED}", outputs=inputs, core=core_base, device=device)
+        feed = Operator(id=f"{model_id}{MODEL_SEP}{FEED}", outputs=inputs, core=core_base)
         sync += [SyncEdge(before=feed.id, after=op.id) for op in _firsts(ops) if op.core != feed.core]
         if together == "sequential" and previous_ends:  # this model starts when the last one has ended
             starts = [feed, *_firsts(ops)]
@@ -189,7 +180,6 @@ def _pool_graphs(
             id=f"{model_id}{MODEL_SEP}{CALLER}",
             inputs=[rename(t) for t in _model_outputs(doc)] if keep_outputs else [],  # else copied out
             core=core_base,
-            device=device,
         )
         sync += [SyncEdge(before=op.id, after=caller.id) for op in _lasts(ops) if op.core != caller.core]
         operators += [feed, *ops, caller]
@@ -202,8 +192,8 @@ def _pool_graphs(
     written = {t for op in operators for t in op.outputs}
     return Document(
         name=None,
-        alignment=alignment,
-        devices=devices,
+        alignment=1,  # each tensor carries its own model's alignment, each workspace gets it after
+        # (_model_alignments): a model's alignment is no rule for another's blocks
         tensors=tensors,
         operators=operators,
         sync=sync,
@@ -212,23 +202,6 @@ def _pool_graphs(
         outputs=list(shared_tensors),
         memories=memories,
     )
-
-
-def _pool_alignment(models: Sequence[tuple[str, Document]]) -> tuple[int, list[Device] | None]:
-    """The pooled document's alignment and, where the models' alignments differ, one unit per model.
-
-    Each model's tensors and workspaces need its own alignment only: a unit per
-    model (aligned as the model, running its operators) says so for workspaces
-    too, which have no alignment of their own. Units take powers of two; other
-    alignments that differ give every model the strictest (never a wrong plan,
-    at worst a larger one).
-    """
-    alignments = [doc.alignment for _, doc in models]
-    if len(set(alignments)) == 1:
-        return alignments[0], None
-    if any(a & (a - 1) for a in alignments):
-        return math.lcm(*alignments), None
-    return 1, [Device(id=model_id, alignment=doc.alignment) for model_id, doc in models]
 
 
 def _interleaved(
@@ -281,6 +254,44 @@ def _check_model_order(own: list[str], position: dict[str, int]) -> None:
                 f"{after!r} is scheduled before {before!r}, which its model runs first",
                 f"schedule[{position[after]}]",
             )
+
+
+def _aligned(tensor: Tensor, doc: Document) -> int:
+    """The tensor's alignment in its own model: its own and its document's."""
+    return int(np.lcm(tensor.alignment or 1, doc.alignment))
+
+
+def _model_alignments(problem: Problem, models: Sequence[tuple[str, Document]]) -> Problem:
+    """The pooled graph's problem with each workspace aligned as its own model asks."""
+    step = {
+        f"{model_id}{MODEL_SEP}{op.id}{WORKSPACE_SUFFIX}": doc.alignment
+        for model_id, doc in models
+        for op in doc.operators or []
+        if op.workspace is not None
+    }
+    alignments = problem.alignments.copy()
+    for b, bid in enumerate(problem.ids):
+        if bid in step:
+            alignments[b] = np.lcm(alignments[b], step[bid])
+    return replace(problem, alignments=alignments)
+
+
+def _copied_out_reads(
+    problem: Problem, models: Sequence[tuple[str, Document]], shared: Sequence[str]
+) -> Problem:
+    """Copied out, each model output is still read once by the caller (as a model planned alone), though
+    no operator of the pooled graph reads it: its bytes count in the access cost across memories."""
+    system, tensors = problem.memories, problem.tensors
+    if system is None or tensors is None:
+        return problem
+    block = dict(zip(tensors.ids, tensors.block_of.tolist(), strict=True))
+    size = dict(zip(tensors.ids, tensors.sizes.tolist(), strict=True))
+    read = system.read_bytes.copy()
+    for model_id, doc in models:
+        for t in _model_outputs(doc):
+            if t not in shared:
+                read[block[f"{model_id}{MODEL_SEP}{t}"]] += size[f"{model_id}{MODEL_SEP}{t}"]
+    return replace(problem, memories=replace(system, read_bytes=read))
 
 
 def _model_inputs(doc: Document) -> list[str]:
@@ -393,7 +404,11 @@ def pool_problem(
         keep_outputs = rules.keep_outputs if rules is not None else True
         _check_pins(models, memory_map)
         pooled = _pool_graphs(models, together, shared, keep_outputs, memory_map, schedule)
-        return build_problem(pooled, name, rules)
+        # Each model's caller reads its outputs (or not, copied out): the pooled graph's own outputs are
+        # the shared tensors, which persist to the end whatever the models' runtime does with outputs.
+        pooled_rules = replace(rules or Rules(), keep_outputs=True)
+        problem = _model_alignments(build_problem(pooled, name, pooled_rules), models)
+        return problem if keep_outputs else _copied_out_reads(problem, models, shared)
     if any(graphs):
         raise InputError("pool graphs with graphs and buffer lists with buffer lists", "models")
     if together == "interleaved":

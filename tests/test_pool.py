@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document, solve
+from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document
 from gaplanner.exact import ExactSettings
 from gaplanner.pool import pool_problem, problem_from_pool_document
+from gaplanner.solve import solve
 from gaplanner.zoo import zoo_document
 
 
@@ -251,3 +252,64 @@ def test_each_model_keeps_its_own_alignment_in_a_pool() -> None:
     plan = solve(problem, "exact", ExactSettings(time_limit=5))
     assert plan.peak == 10 and plan.optimal
     assert plan.tensor_offsets()["b/b0"] % 4 == 0
+
+
+def test_each_model_keeps_its_own_alignment() -> None:
+    """The campaign found pooled graphs aligning every block to the alignment of the strictest model."""
+    loose = parse_document(
+        {
+            "tensors": [
+                {"id": "x", "size": 3},
+                {"id": "y", "size": 5, "alignment": 2},
+                {"id": "kv", "size": 4},
+            ],
+            "operators": [{"id": "a", "inputs": ["x", "kv"], "outputs": ["y"], "workspace": 3}],
+        }
+    )
+    strict = parse_document({**loose.model_dump(exclude_none=True), "alignment": 8})
+    problem = pool_problem([("m", loose), ("n", strict)], "concurrent", shared=["kv"])
+    alignment = dict(zip(problem.ids, problem.alignments.tolist(), strict=True))
+    assert alignment == {
+        "kv": 8,  # one buffer for both models: aligned as each asks
+        "m/x": 1, "m/y": 2, "m/a#workspace": 1,
+        "n/x": 8, "n/y": 8, "n/a#workspace": 8,
+    }  # fmt: skip
+    plan = solve(problem, "first-fit")
+    assert all(off % alignment[bid] == 0 for bid, off in zip(problem.ids, plan.offsets.tolist(), strict=True))
+
+
+def test_a_shared_buffer_persists_when_outputs_are_copied_out() -> None:
+    """The campaign found shared tensors dying at their last reader under Rules(keep_outputs=False)."""
+    from gaplanner.rules import Rules
+
+    prefill = parse_document(chain("p", [64, 64, 64], reads="kv"))
+    decode = parse_document(chain("d", [64, 64, 64]))
+    decode.tensors.append(prefill.tensors[-1])  # decode has the cache too, but does not read it
+    for together in ("sequential", "concurrent"):
+        problem = pool_problem(
+            [("prefill", prefill), ("decode", decode)],
+            together,
+            shared=["kv"],
+            rules=Rules(keep_outputs=False),
+        )
+        sizes = dict(zip(problem.tensors.ids, problem.tensors.sizes, strict=True))
+        for algorithm in BASELINES.values():
+            offsets = algorithm(problem).tensor_offsets()
+            assert not any(overlap(offsets, sizes, "kv", t) for t in offsets if t != "kv"), together
+
+
+@pytest.mark.parametrize("keep_outputs", [True, False])
+def test_a_pooled_model_moves_the_bytes_it_moves_alone(keep_outputs: bool) -> None:
+    """The campaign found pooled graphs across memories dropping the caller's read of each output
+    when outputs are copied out (a model planned alone counts it)."""
+    from gaplanner.rules import Rules
+
+    doc = parse_document(
+        {**chain("t", [8, 16, 4]), "memories": [{"id": "sram", "capacity": 64}, {"id": "dram"}]}
+    )
+    rules = Rules(keep_outputs=keep_outputs)
+    alone = build_problem(doc, rules=rules).memories
+    pooled = pool_problem([("m", doc), ("n", doc)], "sequential", rules=rules).memories
+    # each tensor written once; read by its reader, and t2 (the output) once by the caller
+    assert (alone.write_bytes.sum(), alone.read_bytes.sum()) == (28, 28)
+    assert (pooled.write_bytes.sum(), pooled.read_bytes.sum()) == (56, 56)
