@@ -183,7 +183,8 @@ Instances: omnimalloc {version}'s `SyncPatternSource` (`omnimalloc.benchmark.sou
 {blocks} buffers, generator seeds {seeds}, its defaults otherwise (sync period 8,
 sizes uniform 1 KiB-1 MiB, buffers living up to a quarter of the steps): {count} instances.
 Bound: gaplanner's lower bound for vector-clock problems (`problem.lower_bound`: the
-heaviest clique it finds among the buffers live at an instant of the clocks' sum).
+heaviest clique grown from the buffers live at each instant of the clocks' sum, then
+searched for by branch and bound within a work budget).
 *Clique / bound* is the exact heaviest set of pairwise conflicting buffers (networkx's
 `max_weight_clique`) over that bound: where it is above 1, that much of every solver's
 ratio is the bound's slack, not the plan's.
