@@ -15,7 +15,7 @@
 
 Writes ``docs/results/memories.md`` (:func:`experiments.report.write_results`). Run::
 
-    PYTHONPATH=. python experiments/bench_memories.py --time-limit 10
+    python -m experiments.bench_memories --time-limit 10
 """
 
 from __future__ import annotations
@@ -208,8 +208,8 @@ def fit_section(fit_rows: list[list[object]]) -> list[str]:
     )
     return [
         "## Does it fit: MiniMalloc A–K at capacity 1,048,576",
-        "`gaplanner plan X.csv --capacity 1048576` (GA, one process): it stops at the first plan that fits, "
-        "else at its time limit.",
+        "`gaplanner plan X.csv --capacity 1048576` (the default `ga`: exact probes and the GA, one "
+        "process): it stops at the first plan that fits, else at its time limit.",
         markdown_table(["instance", "blocks", "lower bound", "fits", "best peak", "seconds"], fit_rows),
         f"Fits found on {fits} of {len(fit_rows)}{speed}; all answers in a median "
         f"{statistics.median(seconds):.2f} s.",
@@ -225,9 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, ratios, at_bound = memory_rows(args)
     fit_rows = capacity_rows(args)
-    command = "PYTHONPATH=. python experiments/bench_memories.py " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = "python -m experiments.bench_memories " + " ".join(sys.argv[1:] if argv is None else argv)
     path = write_results(
         "memories",
         "Memories: an SRAM in front of DRAM, and does it fit",
