@@ -95,6 +95,16 @@ def solve(
 
         if problem.memories is None:
             return spill_greedy_arena(problem)
+        if algorithm == "ga" and workers != 1:  # one search per worker, on Ray when it pays off
+            from gaplanner.distributed.memories import solve_memories_on_workers  # Ray stays optional
+
+            return solve_memories_on_workers(
+                problem,
+                settings,
+                workers=workers,
+                ray_address=ray_address,
+                should_stop=should_stop,  # type: ignore[arg-type]
+            )
         return solve_memories(problem, algorithm, settings, should_stop=should_stop)  # type: ignore[arg-type]
     if algorithm == "ga":
 

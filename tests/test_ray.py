@@ -264,3 +264,34 @@ def test_a_local_ray_listens_on_loopback_only(started_ray, problem) -> None:
     names = {name for name, _, _ in sockets}
     assert any("gcs_server" in name for name in names) and any("raylet" in name for name in names)
     assert [s for s in sockets if not _loopback(s[1])] == []
+
+
+def test_the_search_across_memories_runs_a_seed_per_worker_and_keeps_the_best(started_ray) -> None:
+    from dataclasses import replace
+
+    from gaplanner.distributed.memories import best_memory_plan
+    from gaplanner.io import problem_from_json
+    from gaplanner.memory_search import memory_ga
+    from gaplanner.verify import find_memory_violation
+
+    rng = np.random.default_rng(7)
+    lower = rng.integers(0, 30, 40)
+    buffers = [
+        {
+            "id": f"b{k}",
+            "lower": int(lo),
+            "upper": int(lo + rng.integers(1, 10)),
+            "size": int(rng.integers(1, 64)),
+        }
+        for k, lo in enumerate(lower)
+    ]
+    memories = [{"id": "sram", "capacity": 96}, {"id": "dram"}]
+    problem = problem_from_json({"buffers": buffers, "memories": memories})
+    settings = GASettings(population=8, generations=6, time_limit=None, stall_generations=None, seed=3)
+    on_ray = solve(problem, "ga", settings, workers=2)  # Ray is running here, so it pays off
+    alone = [memory_ga(problem, replace(settings, seed=seed)) for seed in (3, 4)]
+    best = best_memory_plan(alone)
+    assert (on_ray.cost, on_ray.peaks.tolist()) == (best.cost, best.peaks.tolist())
+    assert on_ray.evaluations == sum(plan.evaluations for plan in alone)
+    assert find_memory_violation(problem, on_ray.memory_of, on_ray.offsets) is None
+    assert on_ray.peaks[0] <= 96
