@@ -183,11 +183,24 @@ def load_problem(source: Source, rules: Rules | None = None) -> Problem:
         doc = zoo_document(str(source))
         return build_problem(doc, doc.name, rules)
     path = _resolve(source)
-    if path.suffix.lower() == ".onnx":
-        from gaplanner.onnx_import import import_onnx  # onnx stays optional
-
-        return build_problem(import_onnx(path), path.name.rsplit(".", 1)[0], rules)
+    if path.suffix.lower() in MODEL_SUFFIXES:
+        return build_problem(_model_document(path), path.name.rsplit(".", 1)[0], rules)
     return problem_from_text(path.name, _read_text(path), rules)
+
+
+#: Files read as models: ONNX, and programs saved by ``torch.export.save``.
+MODEL_SUFFIXES = (".onnx", ".pt2")
+
+
+def _model_document(path: Path) -> Document:
+    """The graph of an ONNX model or a saved ExportedProgram (onnx and torch stay optional)."""
+    if path.suffix.lower() == ".pt2":
+        from gaplanner.torch_import import from_exported_program, load_exported_program
+
+        return from_exported_program(load_exported_program(path), path.name.rsplit(".", 1)[0])
+    from gaplanner.onnx_import import import_onnx
+
+    return import_onnx(path)
 
 
 def _buffer_document(problem: Problem) -> Document:
@@ -213,10 +226,8 @@ def load_document(source: str | Path) -> Document:
     if str(source).startswith(ZOO_PREFIX):
         return zoo_document(str(source))
     path = _resolve(source)
-    if path.suffix.lower() == ".onnx":
-        from gaplanner.onnx_import import import_onnx
-
-        return import_onnx(path)
+    if path.suffix.lower() in MODEL_SUFFIXES:
+        return _model_document(path)
     if path.suffix.lower() == ".csv":
         return _buffer_document(problem_from_csv_text(_read_text(path), path.name.rsplit(".", 1)[0]))
     data = _read_json(path)

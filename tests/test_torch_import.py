@@ -202,3 +202,20 @@ def test_a_file_that_is_not_an_exported_program_is_one_clear_error(tmp_path, cap
     assert len(err.splitlines()) == 1
     with pytest.raises(InputError, match=r"expected a torch\.export\.ExportedProgram"):
         from_exported_program(Block())
+
+
+def test_plan_reads_a_saved_program_as_it_reads_its_import(tmp_path, capsys):
+    ep = export(Block(), torch.randn(2, 8, 32))
+    torch.export.save(ep, tmp_path / "block.pt2")
+    argv = ["plan", str(tmp_path / "block.pt2"), "--algorithm", "first-fit"]
+    assert main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert main(["import", str(tmp_path / "block.pt2"), "-o", str(tmp_path / "block.json")]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(tmp_path / "block.json"), "--algorithm", "first-fit"]) == 0
+    imported = json.loads(capsys.readouterr().out)
+    assert (plan["peak"], plan["lower_bound"]) == (imported["peak"], imported["lower_bound"])
+    (tmp_path / "junk.pt2").write_bytes(b"PK\x03\x04 not a zip at all")
+    assert main(["plan", str(tmp_path / "junk.pt2")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "junk.pt2 is not a saved ExportedProgram" in err and len(err.splitlines()) == 1
