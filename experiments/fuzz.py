@@ -2,7 +2,8 @@
 
 A *target* takes raw bytes the way a user hands them to gaplanner: a file of
 one format (graph or buffer-list JSON, pool documents, MiniMalloc or
-omnimalloc CSV, ONNX) read by ``gaplanner.load_problem``, or the body of a
+omnimalloc CSV, ONNX, a program saved by ``torch.export.save``) read by
+``gaplanner.load_problem``, or the body of a
 ``POST /v1/plans`` read by the service. The property, for every input:
 
 * it loads and every plan made of it passes the verifier (``solve`` verifies
@@ -24,6 +25,7 @@ tests do).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import subprocess
@@ -111,6 +113,7 @@ TARGETS: dict[str, Callable[[bytes], bool]] = {
     "json": _file_target(".json"),
     "csv": _file_target(".csv"),
     "onnx": _file_target(".onnx"),
+    "pt2": _file_target(".pt2"),
     "service": _service_target,
 }
 
@@ -127,9 +130,29 @@ def seeds(target: str) -> list[bytes]:
         ]
     if target == "onnx":
         return [ONNX_SEED.read_bytes()] if ONNX_SEED.is_file() else []
+    if target == "pt2":
+        return _saved_programs()
     graphs = [json.loads(doc) for doc in documents]
-    bodies = [{"graph": graph, "options": {"time_limit": 0.5}} for graph in graphs if "models" not in graph]
-    return [json.dumps(body).encode() for body in bodies]  # the service takes no inline pool documents
+    return [json.dumps({"graph": graph, "options": {"time_limit": 0.5}}).encode() for graph in graphs]
+
+
+def _saved_programs() -> list[bytes]:
+    """A small program saved by ``torch.export.save`` (a block with a view, an in-place chance and a
+    matrix product), or none without torch."""
+    try:
+        import torch
+    except ImportError:
+        return []
+
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = torch.relu(x @ x.transpose(-1, -2))
+            return (h.reshape(-1) + 1).sigmoid()
+
+    program = torch.export.export(Block(), (torch.randn(2, 8, 8),))
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    return [buffer.getvalue()]
 
 
 def mutate(data: bytes, rng: np.random.Generator) -> bytes:
@@ -271,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
 
 FUZZ_NOTES = """atheris (libFuzzer) on each input path, seeded with the bundled examples (JSON,
 pool documents), two CSV files (MiniMalloc and omnimalloc vector clocks), a stripped
-Whisper-encoder ONNX export, and service request bodies. Property: the input loads and its
+Whisper-encoder ONNX export, a small saved ExportedProgram (.pt2, where torch is installed),
+and service request bodies (pool documents too). Property: the input loads and its
 plans (first-fit, the exact search for 50 ms) pass the verifier, or it is refused with
 one line (InputError: the CLI's exit 2; a 4xx in the service). A crash is any other
 exception, a hang past 30 s or more than 2 GB of memory. Crashes found before this run
