@@ -21,7 +21,7 @@ heaviest common neighbours. Any clique's total size is a valid bound.
 Where those live sets are far from the heaviest clique (vector-clock programs,
 whose threads run unsynchronised between barriers), :func:`heaviest_clique`
 searches for it by branch and bound, starting from the greedy one; stopped by
-its node budget, it still returns the heaviest clique it found.
+its work budget, it still returns the heaviest clique it found.
 """
 
 from __future__ import annotations

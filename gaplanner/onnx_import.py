@@ -277,9 +277,8 @@ def fold_constants(model: Any) -> Any:
         nodes = len(model.graph.node)
         try:
             folded = onnx_ir.serde.deserialize_model(model)
-            fold(
-                folded, should_fold=lambda node: True
-            )  # its default skips shape chains like Where(Equal(..))
+            # every node: the folder's default skips shape chains like Where(Equal(..))
+            fold(folded, should_fold=lambda node: True)
             model = onnx_ir.serde.serialize_model(folded)
         except Exception:  # the folder's own limits: plan the model as it stands
             return model
