@@ -54,7 +54,8 @@ def test_blocks_are_found_in_every_fenced_python_example(tmp_path: Path) -> None
     [(page, block) for page, _, block in EXAMPLES],
     ids=[f"{page.relative_to(ROOT).as_posix()}-block{k}" for page, k, _ in EXAMPLES],
 )
-def test_an_example_prints_what_it_says(page: Path, block: str) -> None:
+def test_an_example_prints_what_it_says(page: Path, block: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # an example may write a file (docs/executorch.md writes a program)
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         exec(compile(block, str(page), "exec"), {})
