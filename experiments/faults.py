@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             search=settings.search_seconds, pause=settings.pause, seconds=settings.seconds,
             drain=settings.drain_seconds, worker_kills=settings.worker_kills,
             disk=disk or f"the {settings.store_mib} MiB tmpfs under the store filled to the last byte for "
-            f"{settings.seconds:g} s, then emptied",
+            f"{settings.seconds:g} s, the server SIGKILLed and started again half-way through, then emptied",
             corrupt=", ".join(n.removeprefix("corrupt requests: ") for n in outcome.notes if "corrupt" in n),
             integrity=outcome.integrity, unanswered=outcome.stored_unanswered,
             unanswered_done=outcome.stored_unanswered_done,

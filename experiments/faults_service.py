@@ -8,7 +8,8 @@ them) while, in turn:
 - **server killed**: the server is killed (SIGKILL) with a submission half sent and others in
   flight, then started again on the same SQLite file and port;
 - **disk full**: the small filesystem under the SQLite store (a tmpfs this module mounts, root
-  only) is filled to the last byte, kept full, then emptied again;
+  only) is filled to the last byte; the server is killed and started again while it is full,
+  then the disk is emptied;
 - **corrupt requests**: bodies cut short by a closed connection (``Content-Length`` and chunked),
   a body that stops mid-document, garbage instead of a request line.
 
@@ -347,6 +348,7 @@ EVENTS = {
     "submissions refused, disk full": "refused a job:",
     "job starts put off, disk full": "cannot start job",
     "finished jobs held until the disk had room": "cannot record the end of job",
+    "restarts that took back the last run's jobs once the disk had room": "cannot take back the last run",
     "bodies cut short by the client": "closed the connection mid-body",
 }
 
@@ -386,14 +388,15 @@ def run(settings: Settings, workdir: Path) -> Outcome:
         db = store / "jobs.sqlite3"
         load = None
         try:
-            with run_server(db, port=port, env=env, log=log) as first:
+            with contextlib.ExitStack() as servers:
+                server = servers.enter_context(run_server(db, port=port, env=env, log=log))
                 load = Load(port, tally, settings).start()
                 time.sleep(settings.seconds)
                 phase_errors["start"] = 0
                 mark = log.stat().st_size
 
                 tally.phase = "worker killed"
-                kill_workers(first, settings, notes)
+                kill_workers(server, settings, notes)
                 time.sleep(settings.seconds)
                 phase_errors[tally.phase] = server_errors(log, mark)
 
@@ -401,11 +404,11 @@ def run(settings: Settings, workdir: Path) -> Outcome:
                 mark = log.stat().st_size
                 in_flight = half_sent_submission(port)
                 time.sleep(0.2)
-                first.kill()
+                server.kill()
                 in_flight.close()
                 tally.answer("no answer")  # the half-sent submission
                 time.sleep(1.0)  # clients meet a closed port meanwhile
-            with run_server(db, port=port, env=env, log=log) as second:
+                server = servers.enter_context(run_server(db, port=port, env=env, log=log))
                 time.sleep(settings.seconds)
                 phase_errors[tally.phase] = server_errors(log, mark)
 
@@ -414,7 +417,10 @@ def run(settings: Settings, workdir: Path) -> Outcome:
                     tally.phase = "disk full"
                     empty_wal(db)
                     ballast = fill(store)
-                    time.sleep(settings.seconds)
+                    time.sleep(settings.seconds / 2)
+                    server.kill()  # and started again on the full disk: it must serve, losing nothing
+                    server = servers.enter_context(run_server(db, port=port, env=env, log=log))
+                    time.sleep(settings.seconds / 2)
                     ballast.unlink()
                     time.sleep(settings.seconds)
                     phase_errors[tally.phase] = server_errors(log, mark)
@@ -428,8 +434,8 @@ def run(settings: Settings, workdir: Path) -> Outcome:
                 phase_errors[tally.phase] = server_errors(log, mark)
 
                 tally.phase = "drain"
-                rows = drain(second, tally, settings, phase_errors)
-                listed = stored_jobs(second)
+                rows = drain(server, tally, settings, phase_errors)
+                listed = stored_jobs(server)
         finally:
             if load is not None:
                 load.stop()

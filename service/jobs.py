@@ -94,7 +94,22 @@ class JobManager:
     # --- life cycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        recovered = self.store.recover(self.settings.max_attempts)
+        last_runs_jobs = self.store.last_seq()
+        recover = lambda: self._recover(last_runs_jobs)  # noqa: E731
+        try:
+            recover()
+        except StoreFull as exc:  # restarted on a full disk: serve now, recover once there is room
+            log.error("cannot take back the last run's unfinished jobs yet: %s", exc)
+            self._unsaved.append(("the last run's unfinished jobs", recover))
+        self._executor = self._new_executor()
+        threads = ((self._dispatch, "dispatcher"), (self._read_progress, "progress"), (self._retry, "retry"))
+        for target, name in threads:
+            thread = threading.Thread(target=target, name=f"gaplanner-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _recover(self, up_to_seq: int) -> None:
+        recovered = self.store.recover(self.settings.max_attempts, up_to_seq)
         if recovered.requeued or recovered.failed or recovered.cancelled:
             log.warning(
                 "unfinished jobs from the last run: %d re-queued, %d failed, %d cancelled",
@@ -102,13 +117,9 @@ class JobManager:
                 len(recovered.failed),
                 len(recovered.cancelled),
             )
-        self._pending.extend(recovered.requeued)
-        self._executor = self._new_executor()
-        threads = ((self._dispatch, "dispatcher"), (self._read_progress, "progress"), (self._retry, "retry"))
-        for target, name in threads:
-            thread = threading.Thread(target=target, name=f"gaplanner-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        with self._cond:
+            self._pending.extend(recovered.requeued)
+            self._cond.notify_all()
 
     def _new_executor(self) -> ProcessPoolExecutor:
         s = self.settings
@@ -288,20 +299,20 @@ class JobManager:
             log.error("cannot record the end of job %s yet: %s", job_id, exc)
             with self._cond:
                 record = lambda: self._record(job_id, future, stopping, cancel_requested, blamed)  # noqa: E731
-                self._unsaved.append((job_id, record))
+                self._unsaved.append((f"the end of job {job_id}", record))
         except Exception:
             log.exception("could not record the end of job %s", job_id)
         finally:
             self._release(job_id, slot)
 
     def _retry(self) -> None:
-        """Write the ends of jobs the store could not take, once it can (oldest first)."""
+        """Write what the store could not take (the last run's recovery, ends of jobs), once it can."""
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._stopping or self._unsaved)
                 if self._stopping and not self._unsaved:
                     return
-                job_id, record = self._unsaved[0]
+                what, record = self._unsaved[0]
             try:
                 record()
             except StoreFull:
@@ -310,8 +321,8 @@ class JobManager:
                 time.sleep(STORE_RETRY_SECONDS)
                 continue
             except Exception:
-                log.exception("could not record the end of job %s", job_id)
-            log.info("recorded the end of job %s", job_id)
+                log.exception("could not record %s", what)
+            log.info("recorded %s", what)
             with self._cond:
                 self._unsaved.popleft()
 

@@ -130,7 +130,8 @@ class JobStore:
                 if column not in present:  # a store from before the column: nothing in it has a key
                     self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
             self._db.execute(_KEY_INDEX)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            if version != SCHEMA_VERSION:  # opening a current store writes nothing: a full disk still opens
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
         with self._lock:
@@ -283,14 +284,23 @@ class JobStore:
                 ).rowcount
             )
 
-    def recover(self, max_attempts: int) -> Recovered:
-        """Jobs a previous server left queued or running: re-queued, or failed/cancelled with a reason."""
+    def last_seq(self) -> int:
+        """The sequence number of the newest job stored (0 for none): where the last run's jobs end."""
+        return int(self._one("SELECT COALESCE(MAX(seq), 0) FROM jobs")[0])
+
+    def recover(self, max_attempts: int, up_to_seq: int | None = None) -> Recovered:
+        """Jobs a previous server left queued or running: re-queued, or failed/cancelled with a reason.
+
+        ``up_to_seq`` (see :meth:`last_seq`) limits it to the jobs stored before this server started,
+        when it runs late (the disk was full at start-up) and this server's own jobs are running.
+        """
         requeued, failed, cancelled = [], [], []
         now = time.time()
         with self._transaction() as db:
             rows = db.execute(
                 "SELECT id, status, attempts, cancel_requested FROM jobs "
-                "WHERE status IN ('queued', 'running') ORDER BY seq"
+                "WHERE status IN ('queued', 'running') AND seq <= ? ORDER BY seq",
+                (up_to_seq if up_to_seq is not None else 2**62,),
             ).fetchall()
             for row in rows:
                 if row["cancel_requested"]:

@@ -7,6 +7,7 @@ A full disk is simulated where it needs no root by capping the database's size
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.config import ServiceSettings
+from service.jobs import JobManager
 from service.store import JobStore, NewJob, StoreFull
 from service.testing import (
     FINISHED,
@@ -108,6 +110,61 @@ def test_a_full_disk_answers_503_and_loses_no_accepted_job(full_disk_app) -> Non
     check_plan(running_doc, finished["plan"])
     again = client.post("/v1/plans", json={"graph": buffers_document(80, seed=1), "options": {}})
     assert again.status_code == 202
+
+
+def test_a_late_recovery_leaves_this_servers_own_jobs_alone(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "jobs.sqlite3")
+    store.insert(job(0, 20))
+    store.mark_running("job0")  # the last run's
+    last_runs_jobs = store.last_seq()
+    store.insert(job(1, 20))
+    store.mark_running("job1")  # this run's, running when the recovery comes
+    recovered = store.recover(max_attempts=3, up_to_seq=last_runs_jobs)
+    assert recovered.requeued == ["job0"]
+    assert (store.get("job0")["status"], store.get("job1")["status"]) == ("queued", "running")
+    store.close()
+
+
+def test_a_restart_on_a_full_disk_serves_and_takes_back_the_last_runs_jobs_once_there_is_room(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "jobs.sqlite3"
+    last_run = JobStore(path)
+    for k in range(2):
+        last_run.insert(job(k, 40))
+    last_run.mark_running("job0")  # the server died while job0 ran and job1 waited
+    last_run.close()
+
+    store = JobStore(path)
+    full = [True]
+    recover = store.recover
+
+    def recover_unless_full(*args: Any) -> Any:
+        # Updates in place need no new page, so max_page_count cannot fill the disk for them; on a
+        # real one an emptied write-ahead log can (experiments/faults_service.py restarts on one).
+        if full[0]:
+            raise StoreFull("database or disk is full")
+        return recover(*args)
+
+    store.recover = recover_unless_full
+    settings = ServiceSettings(db=path, api_key=None, workers=1, warm_up=False, default_time_limit=0.5)
+    manager = JobManager(settings, store)
+    manager.start()
+    try:
+        assert [what for what, _ in manager._unsaved] == ["the last run's unfinished jobs"]
+        assert store.get("job0")["status"] == "running" and manager.health()["queue_depth"] == 0
+        manager.submit(job(2, 40))  # this server's own job runs meanwhile, and is not recovered
+        wait_until(lambda: store.get("job2")["status"] == "done", 60)
+        full[0] = False  # room again: the last run's two are taken back and run
+        wait_until(lambda: all(store.get(f"job{k}")["status"] in FINISHED for k in range(2)), 60)
+        for k in range(3):
+            row = store.get(f"job{k}")
+            assert row["status"] == "done", row["error"]
+            check_plan(buffers_document(40, seed=k), json.loads(row["result"]))
+        assert [store.get(f"job{k}")["attempts"] for k in range(3)] == [1, 0, 0]  # the interrupted run
+    finally:
+        manager.stop()
+        store.close()
 
 
 def test_a_dead_worker_counts_an_attempt_against_its_own_job_only(tmp_path: Path) -> None:
