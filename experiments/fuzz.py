@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -265,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", choices=sorted(TARGETS), action="append", help="default: every target")
     parser.add_argument("--seconds", type=float, default=60.0, help="atheris time per target")
     parser.add_argument("--mutations", type=int, help="random mutations per target instead of atheris")
+    parser.add_argument("--jobs", type=int, default=1, help="targets fuzzed at once (one process each)")
     parser.add_argument("--no-write", action="store_true", help="print only, no docs/results/fuzz.md")
     args = parser.parse_args(argv)
     targets = args.target or sorted(TARGETS)
@@ -276,9 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{target}: {args.mutations} inputs, {accepted} accepted and planned, {seconds:.1f} s")
         return 0
     rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        for target in targets:
-            result = run_atheris(target, args.seconds, Path(scratch))
+    with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(args.jobs) as pool:
+        results = pool.map(lambda target: run_atheris(target, args.seconds, Path(scratch)), targets)
+        for target, result in zip(targets, results, strict=True):
             print(f"{target}: {result['inputs']} inputs, crashes {result['crashes']}, exit {result['exit']}")
             if result["exit"] != 0:
                 print(result["tail"], file=sys.stderr)
@@ -286,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         from experiments.report import write_results
 
-        command = f"python -m experiments.fuzz --seconds {args.seconds:g}"
+        command = f"python -m experiments.fuzz --seconds {args.seconds:g} --jobs {args.jobs}"
         header = ["target", "inputs tried", "seconds", "crashes"]
         write_results("fuzz", "Coverage-guided fuzzing of the input paths", header, rows, command, FUZZ_NOTES)
     return 0 if all(row[3] == 0 for row in rows) else 1
