@@ -311,3 +311,42 @@ def test_the_page_says_what_is_wrong_with_a_bad_file(server: Server, browser: An
     wait_until(lambda: "line 2, column size" in error.text, 30)
     assert "\n" not in error.text
     assert not browser.find_element(By.ID, "start").is_enabled()
+
+
+@pytest.mark.parametrize("example", ["sram_dram", "npu_dsp"])
+def test_the_page_plans_a_bundled_example_across_memories(server: Server, browser: Any, example: str) -> None:
+    import json
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from gaplanner.io import load_problem
+    from gaplanner.verify import find_memory_violation
+
+    browser.get(server.url + "/")
+    wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#bundled option")) > 5, 10)
+    Select(browser.find_element(By.ID, "bundled")).select_by_value(f"example:{example}")
+    limit = browser.find_element(By.ID, "time-limit")
+    limit.clear()
+    limit.send_keys("1")
+    browser.find_element(By.ID, "start").click()
+    wait_until(lambda: browser.execute_script("return document.body.dataset.done === '1'"), 60)
+
+    facts = browser.find_element(By.ID, "result-facts").text
+    assert "access cost" in facts and "sram" in facts and "dram" in facts
+    plan = json.loads(_blob_text(browser, "download-json"))
+    rows = [line.split(",") for line in _blob_text(browser, "download-csv").splitlines()]
+    assert rows[0][:4] == ["id", "size", "memory", "offset"]
+    placed = {row[0]: (row[2], int(row[3])) for row in rows[1:]}
+    assert ("devices" in rows[0]) == (example == "npu_dsp")  # the units using each tensor
+    problem = load_problem(f"example:{example}")
+    names = [m["id"] for m in plan["memories"]]
+    memory_of = [names.index(placed[i][0]) for i in problem.ids]
+    offsets = [placed[i][1] for i in problem.ids]
+    assert find_memory_violation(problem, memory_of, offsets) is None
+    compare = browser.find_element(By.ID, "compare-status")  # the baselines plan one arena only
+    wait_until(lambda: "a comparison plans one arena" in compare.text, 60)
+    errors = [
+        e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/v1/compare" not in e["message"]
+    ]
+    assert not errors, errors
