@@ -87,7 +87,15 @@ def _csv_rows(lines: Iterable[str], name: str) -> tuple[list[str], list[dict[str
     reader = csv.DictReader(lines, skipinitialspace=True)
     header = [h.strip() for h in (reader.fieldnames or [])]
     reader.fieldnames = header
-    rows = list(reader)
+    rows = []
+    for row in reader:
+        extra = row.pop(None, [])
+        if any(field.strip() for field in extra):  # a value without a column: the row is out of step
+            raise InputError(
+                f"{len(header) + len(extra)} values; the header names {len(header)} columns",
+                f"line {reader.line_num}",
+            )
+        rows.append(row)
     if not rows:
         raise InputError(f"{name} has no buffers", "input")
     return header, rows

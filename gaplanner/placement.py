@@ -361,8 +361,10 @@ class Decoder:
         kernels.prepare()  # before the first parallel decode in this process
         max_degree = max(1, int(problem.conflicts.degrees().max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
-        # Offsets stay below the sum of sizes plus alignment padding; best-fit's keys pack offset and index.
-        worst_end = problem.total_size + int(problem.alignments.max()) * problem.n
+        # Offsets stay below the highest pinned block's end plus the sum of sizes and alignment padding;
+        # best-fit's keys pack offset and index.
+        pinned_end = int((problem.pinned + problem.sizes)[problem.pinned >= 0].max(initial=0))
+        worst_end = pinned_end + problem.total_size + int(problem.alignments.max()) * problem.n
         if worst_end.bit_length() + index_bits > 62:
             raise InputError(
                 f"offsets up to {worst_end} with {max_degree} neighbours exceed the decoder's 62-bit keys",

@@ -60,3 +60,28 @@ def test_atheris_runs_a_target_for_a_few_seconds(tmp_path) -> None:
     result = run_atheris("json", 5, tmp_path)
     assert result["exit"] == 0 and not result["crashes"], result["tail"]
     assert result["inputs"] > 0
+
+
+def test_a_row_with_more_values_than_the_header_is_refused_naming_its_line() -> None:
+    """Found by atheris: a vector-clock row's extra values were dropped without a word."""
+    crash = "aWQsbG93ZXIsdXBwZXIsc2l6ZSxvZmZzZXQKYSwwOjAsMTowLDQsMzMzMzMzMzMzMywwOjIsNCwwCg=="
+    assert TARGETS["csv"](base64.b64decode(crash)) is False
+    with pytest.raises(InputError) as caught:
+        load_problem(("crash.csv", base64.b64decode(crash).decode()))
+    assert caught.value.field == "line 2" and "8 values" in str(caught.value)
+
+
+def test_a_pinned_offset_beyond_32_bits_stays_where_it_was_pinned() -> None:
+    """Found by atheris (the same input): the decoder chose 32-bit offsets from the sizes alone, and a
+    block pinned at 3,333,333,333 wrapped around to a negative offset."""
+    import numpy as np
+
+    from gaplanner import solve
+
+    doc = {"buffers": [{"id": "a", "lower": 0, "upper": 2, "size": 4, "offset": 3_333_333_333},
+                       {"id": "b", "lower": 1, "upper": 3, "size": 8}]}  # fmt: skip
+    problem = load_problem(doc)
+    for algorithm in ("first-fit", "greedy-size", "ga", "exact"):
+        plan = solve(problem, algorithm)
+        assert plan.offsets[0] == 3_333_333_333 and plan.peak == 3_333_333_337, algorithm
+        assert np.all(plan.offsets >= 0)
