@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gaplanner.errors import one_line
+
 
 class ApiError(Exception):
     """An error response: ``{"detail": "<field>: <message>", "field": "<field>"}``."""
@@ -9,7 +11,9 @@ class ApiError(Exception):
     def __init__(
         self, status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None
     ) -> None:
-        self.status, self.message, self.field, self.headers = status, message, field, headers
+        # A key or value quoted from the request may hold line breaks: the answer stays one line.
+        self.status, self.message, self.headers = status, one_line(message), headers
+        self.field = None if field is None else one_line(field)
         super().__init__(self.detail)
 
     @property

@@ -85,3 +85,20 @@ def test_a_pinned_offset_beyond_32_bits_stays_where_it_was_pinned() -> None:
         plan = solve(problem, algorithm)
         assert plan.offsets[0] == 3_333_333_333 and plan.peak == 3_333_333_337, algorithm
         assert np.all(plan.offsets >= 0)
+
+
+def test_a_request_key_holding_a_line_break_is_refused_in_one_line(tmp_path) -> None:
+    """Found by atheris: an unknown request key ``"opti\\ns"`` made the service's 422 two lines."""
+    crash = b'{"graph": "example:sram_dram", "opti\\ns": {"time_limit": 0.5}}'
+    assert TARGETS["service"](crash) is False
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.config import ServiceSettings
+
+    app = create_app(ServiceSettings(db=tmp_path / "jobs.sqlite3", api_key=None, workers=1, warm_up=False))
+    with TestClient(app) as client:
+        answer = client.post("/v1/plans", content=crash, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422
+    assert answer.json()["detail"] == "opti\\ns: Extra inputs are not permitted"
