@@ -12,6 +12,7 @@ searches and the HTTP server (``experiments/service_workers.py`` measures it).
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import multiprocessing
@@ -94,8 +95,7 @@ class JobManager:
     # --- life cycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        last_runs_jobs = self.store.last_seq()
-        recover = lambda: self._recover(last_runs_jobs)  # noqa: E731
+        recover = functools.partial(self._recover, self.store.last_seq())  # the last run's jobs only
         try:
             recover()
         except StoreFull as exc:  # restarted on a full disk: serve now, recover once there is room
