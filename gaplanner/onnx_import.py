@@ -185,6 +185,10 @@ def _tensor_entry(
         kind = "no type" if value is None else f"a non-tensor type ({value.type.WhichOneof('value')})"
         raise InputError(f"shape inference gives tensor {name!r} {kind}; only tensors can be planned", field)
     tensor_type = value.type.tensor_type
+    if tensor_type.elem_type not in onnx.TensorProto.DataType.values():
+        raise InputError(
+            f"tensor {name!r} has element type {tensor_type.elem_type}, which ONNX does not define", field
+        )
     elem = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
     if not tensor_type.HasField("shape"):
         raise InputError(f"tensor {name!r} has an unknown rank: shape inference cannot resolve it", field)

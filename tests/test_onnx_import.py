@@ -137,6 +137,14 @@ def test_sub_byte_types_round_up_to_whole_bytes() -> None:
     assert [t.nbytes for t in doc.tensors or []] == [8, 8]  # ceil(15 * 4 / 8)
 
 
+def test_an_element_type_onnx_does_not_define_is_refused_naming_the_tensor() -> None:
+    """Found by atheris (the file it wrote, kept): a value typed 91, which passed shape inference in
+    this mutated Whisper encoder, made protobuf's enum lookup raise ValueError."""
+    crash = Path(__file__).parent / "data" / "fuzz" / "onnx-element-type-91.onnx"
+    with pytest.raises(InputError, match="'transpose_8' has element type 91, which ONNX does not define"):
+        load_problem(crash)
+
+
 def test_if_node_reads_the_outer_tensors_its_branches_use() -> None:
     x = helper.make_tensor_value_info("x", F32, [2, 3])
     cond = helper.make_tensor_value_info("cond", TensorProto.BOOL, [])
