@@ -272,8 +272,9 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
         "--exact-share",
         type=float,
         default=defaults.exact_share,
-        help="fraction of the time limit for exact probes before and after the GA (default: half where "
-        "the exact search takes the whole problem; see docs/exact.md)",
+        help="run exact probes in turns with the GA, this fraction of the time limit (default: side by side "
+        "with the GA on two cores or more, else half, where the exact search takes the whole problem; "
+        "see docs/exact.md)",
     )
     group.add_argument(
         "--no-exact",

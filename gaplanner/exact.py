@@ -38,6 +38,7 @@ of nodes and the clock is read between slices: the time limit always holds.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -174,6 +175,8 @@ class PartsSearch:
         self.lo = max([bound, *(s.lo for s in self.states)])
         self.events: list[dict[str, float | int]] = []
         self.nodes, self.slicer, self.stopped = 0, Slicer(), False
+        self._posted: np.ndarray | None = None
+        self._post_lock = threading.Lock()
 
     def kept_peak(self) -> int:
         return max((int((self.offsets[b] + self.problem.sizes[b]).max()) for b in self.kept), default=0)
@@ -191,6 +194,20 @@ class PartsSearch:
         for blocks in self.kept:
             if (offsets[blocks] + sizes[blocks]).max() < (self.offsets[blocks] + sizes[blocks]).max():
                 self.offsets[blocks] = offsets[blocks]
+
+    def post(self, offsets: np.ndarray) -> None:
+        """From another thread: a valid plan to :meth:`offer` between two rounds of a :meth:`run`."""
+        with self._post_lock:
+            self._posted = offsets
+
+    def _take_posted(self, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
+        with self._post_lock:
+            posted, self._posted = self._posted, None
+        if posted is not None:
+            before = self.peak()
+            self.offer(posted)
+            if self.peak() < before:
+                self._note(on_event)
 
     def _note(self, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
         elapsed = round(time.perf_counter() - self.started, 6)
@@ -215,6 +232,7 @@ class PartsSearch:
         self.stopped = False
         self._note(on_event)
         while self.peak() > max(self.lo, self.kept_peak()) and time.perf_counter() < deadline:
+            self._take_posted(on_event)
             if should_stop is not None and time.perf_counter() - asked >= STOP_CHECK_SECONDS:
                 asked = time.perf_counter()
                 if should_stop():
@@ -334,12 +352,24 @@ def exact_search(
     records: list[GenerationRecord] = []
 
     def record(event: dict[str, float | int]) -> None:
-        peak, nodes, elapsed = int(event["peak"]), int(event["nodes"]), float(event["elapsed"])
-        records.append(GenerationRecord(len(records), peak, float(peak), nodes, elapsed))
+        records.append(event_record(event, len(records)))
         if on_progress is not None:
             on_progress(records[-1])
 
     result = search.run(started + settings.time_limit, record, should_stop)
+    return search_plan(problem, search, result, records, seed)
+
+
+def event_record(event: dict[str, float | int], index: int) -> GenerationRecord:
+    """The trace record of a search event (``evaluations``: placements tried so far)."""
+    peak, nodes, elapsed = int(event["peak"]), int(event["nodes"]), float(event["elapsed"])
+    return GenerationRecord(index, peak, float(peak), nodes, elapsed)
+
+
+def search_plan(
+    problem: Problem, search: PartsSearch, result: SearchResult, records: list[GenerationRecord], seed: int
+) -> Plan:
+    """The verified plan of a search's ``result``, with the bound it proved and why it ended."""
     bound = problem.lower_bound
     if _bound_holds_for_every_plan(problem):
         bound = max(bound, result.lower_bound)

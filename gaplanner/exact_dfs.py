@@ -327,7 +327,7 @@ def _advance(p, s, d):
         g = s[F_PARENT][f]  # every piece done: the group that was split is done too
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def search(p, s, capacity, budget):
     """Search for at most ``budget`` placements from the state ``s``: FOUND, INFEASIBLE or PAUSED."""
     sc = s[SC]

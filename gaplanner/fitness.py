@@ -115,7 +115,7 @@ def _sort_by_address(order, offsets, out):
             return
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _score_population(
     orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel,
     durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,

@@ -1,32 +1,53 @@
 """The GA and the exact search sharing one time limit, each starting from the other's best plan.
 
 Where the exact search can take the whole problem (``GASettings.exact_share``
-None, the default, or a share given), the time limit is spent in three turns:
+None, the default, or a share given), the two run in one of two ways:
 
-1. exact probes for half the exact share: on many instances they reach the
-   lower bound at once and prove it, and the search stops there;
-2. the GA for the rest of the time but the exact share, its population
-   seeded with the exact search's best plan (as an order by address, which
-   first-fit decodes no higher);
-3. exact probes for what is left, going on where the first turn stopped
-   (its probes keep their work), with the GA's plan where it is better.
+* **Side by side** (the default on a machine with two cores or more, the GA
+  in this process): the exact probes run on a thread of their own for the
+  whole time limit while the GA runs on the other cores. Once a generation
+  they trade plans: the GA's best tightens the probes' upper end, and each
+  better plan the probes find joins a GA island as an order by address, which
+  first-fit decodes no higher. Both stop when either proves the optimum.
+* **In turns** (one core, the GA on Ray workers, or a share given):
+  1. exact probes for half the exact share: on many instances they reach the
+     lower bound at once and prove it, and the search stops there;
+  2. the GA for the rest of the time but the exact share, its population
+     seeded with the exact search's best plan;
+  3. exact probes for what is left, going on where the first turn stopped
+     (its probes keep their work), with the GA's plan where it is better.
 
-The plan's trace is the three turns' records in turn (the exact search's
-``evaluations``: placements tried), and its bound is the one the exact search
-proved. With ``exact_share`` 0 the GA runs alone, as the patent describes it.
+The plan's trace holds both searches' records in the order they came (the
+exact search's ``evaluations``: placements tried; ``best_peak``: the best of
+both so far), and its bound is the one the exact search proved. With
+``exact_share`` 0 the GA runs alone, as the patent describes it.
 """
 
 from __future__ import annotations
 
+import os
+import queue
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
+import numba
 import numpy as np
 
-from gaplanner.exact import ExactSettings, PartsSearch, exact_search, incumbent_plan, searchable
+from gaplanner.exact import (
+    ExactSettings,
+    PartsSearch,
+    SearchResult,
+    event_record,
+    exact_search,
+    incumbent_plan,
+    search_plan,
+    searchable,
+)  # fmt: skip
 from gaplanner.exact import warm_up as warm_up_exact
-from gaplanner.ga import GASettings, ProgressCallback, StopCheck
+from gaplanner.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.kernels import warm_up as warm_up_kernels
 from gaplanner.plan import GenerationRecord, Plan, make_plan
 from gaplanner.problem import Problem
@@ -41,8 +62,29 @@ AUTO_MAX_CONFLICT_PAIRS = 250_000
 #: The shortest exact turn worth starting, in seconds.
 LEAST_EXACT_SECONDS = 0.05
 
-#: Runs the GA with these settings, its population seeded with these plans' offsets, reporting progress.
-GARunner = Callable[[GASettings | None, Sequence[np.ndarray], ProgressCallback | None], Plan]
+
+class GARunner(Protocol):
+    """Runs the GA (in this process or on islands elsewhere)."""
+
+    def __call__(
+        self,
+        settings: GASettings | None,
+        seeds: Sequence[np.ndarray],
+        report: ProgressCallback | None,
+        exchange: Exchange | None,
+        stop: StopCheck | None,
+    ) -> Plan:
+        """The GA's plan; its population seeded with ``seeds`` (offsets), trading plans with ``exchange``
+        when it can (the GA in this process; others ignore it), stopping when ``stop`` says so."""
+        ...
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def exact_share(problem: Problem, settings: GASettings | None) -> float:
@@ -55,30 +97,27 @@ def exact_share(problem: Problem, settings: GASettings | None) -> float:
     return AUTO_EXACT_SHARE if small else 0.0
 
 
-def _shifted(record: GenerationRecord, first: int, seconds: float) -> GenerationRecord:
-    """``record`` numbered on from ``first``, its time counted from ``seconds`` earlier."""
-    return replace(record, generation=record.generation + first, elapsed=record.elapsed + seconds)
-
-
 @dataclass
-class _Turns:
-    """The records of the turns so far, numbered and timed as one search, passed on as they come."""
+class _Trace:
+    """Both searches' records, numbered and timed as one search, passed on as they come."""
 
     started: float
     on_progress: ProgressCallback | None
-    trace: list[GenerationRecord] = field(default_factory=list)
+    records: list[GenerationRecord] = field(default_factory=list)
 
-    def next_turn(self, timed_from_start: bool = False) -> ProgressCallback:
-        """A turn's progress callback; ``timed_from_start``: its records' times count from the start."""
-        first = len(self.trace)
-        seconds = 0.0 if timed_from_start else time.perf_counter() - self.started
+    def add(self, record: GenerationRecord, seconds: float = 0.0) -> None:
+        """Add ``record``, its time counted from ``seconds`` after the start."""
+        best = min(record.best_peak, self.records[-1].best_peak) if self.records else record.best_peak
+        self.records.append(
+            replace(record, generation=len(self.records), best_peak=best, elapsed=record.elapsed + seconds)
+        )
+        if self.on_progress is not None:
+            self.on_progress(self.records[-1])
 
-        def report(record: GenerationRecord) -> None:
-            self.trace.append(_shifted(record, first, seconds))
-            if self.on_progress is not None:
-                self.on_progress(self.trace[-1])
-
-        return report
+    def from_now(self) -> ProgressCallback:
+        """A callback for a search starting now, whose records' times count from its own start."""
+        seconds = time.perf_counter() - self.started
+        return lambda record: self.add(record, seconds)
 
 
 def _finished(plan: Plan) -> bool:
@@ -86,43 +125,185 @@ def _finished(plan: Plan) -> bool:
     return plan.optimal or plan.stop_reason == "stopped by request"
 
 
-def ga_then_exact(
+def ga_with_exact(
     problem: Problem,
     settings: GASettings | None,
     run_ga: GARunner,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
+    *,
+    side_by_side: bool = True,
 ) -> Plan:
-    """``run_ga`` (the GA, in-process or on islands) between two turns of exact probes."""
+    """``run_ga`` (the GA, in-process or on islands) with the exact probes, see the module's text.
+
+    ``side_by_side``: whether ``run_ga`` trades plans with an exchange (the GA in this process).
+    """
     share = exact_share(problem, settings)
     if settings is None or share == 0:
-        return run_ga(settings, (), on_progress)
+        return run_ga(settings, (), on_progress, None, should_stop)
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    limit = settings.time_limit or 0.0
-    turns = _Turns(started, on_progress)
+    search = PartsSearch(problem, incumbent_plan(problem), started)
+    trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
+    if side_by_side and settings.exact_share is None and usable_cores() >= 2:
+        plans = _side_by_side(problem, settings, run_ga, search, trace, requests)
+    else:
+        plans = _in_turns(problem, settings, share, run_ga, search, trace, requests)
+    best = min(reversed(plans), key=lambda plan: plan.peak)
+    ga_plan = next((plan for plan in plans if plan.search and plan.search.population), None)
+    bound = max(plan.lower_bound for plan in plans)
+    reason = "optimal" if best.peak <= bound else "stopped by request" if requests.asked else None
+    return make_plan(
+        problem, best.offsets, "ga", started, stop_reason=reason or plans[-1].stop_reason,
+        trace=trace.records,
+        search=(ga_plan or plans[0]).search, ray=ga_plan.ray if ga_plan else None, proved_bound=bound,
+        bound_origin="exact search",
+    )  # fmt: skip
 
-    search = PartsSearch(problem, incumbent_plan(problem), started)  # its probes go on in the last turn
+
+def _exact_turn(problem: Problem, search: PartsSearch, seconds: float, seed: int, **hooks) -> Plan:
+    return exact_search(problem, ExactSettings(time_limit=seconds), search=search, seed=seed, **hooks)
+
+
+def _in_turns(
+    problem: Problem, settings: GASettings, share: float, run_ga: GARunner, search: PartsSearch,
+    trace: _Trace, should_stop: _StopRequests,
+) -> list[Plan]:  # fmt: skip
+    """Exact probes, the GA from their plan, exact probes from the GA's: the plans of the turns run."""
+    limit = settings.time_limit or 0.0
 
     def exact(seconds: float, incumbent: np.ndarray | None = None) -> Plan:
-        return exact_search(
-            problem, ExactSettings(time_limit=seconds), incumbent, search=search, seed=settings.seed,
-            on_progress=turns.next_turn(timed_from_start=True), should_stop=should_stop,
-        )  # fmt: skip
+        if incumbent is not None:
+            search.offer(incumbent)
+        return _exact_turn(
+            problem, search, seconds, settings.seed, on_progress=trace.add, should_stop=should_stop
+        )
 
-    first = exact(limit * share / 2)
-    plans = [first]
-    if not _finished(first):
+    plans = [exact(limit * share / 2)]
+    if not _finished(plans[0]):
         ga_settings = replace(settings, time_limit=limit * (1 - share))
-        plans.append(run_ga(ga_settings, (first.offsets,), turns.next_turn()))
-        left = limit - (time.perf_counter() - started)
+        plans.append(run_ga(ga_settings, (plans[0].offsets,), trace.from_now(), None, should_stop))
+        left = limit - (time.perf_counter() - trace.started)
         if not _finished(plans[-1]) and left >= LEAST_EXACT_SECONDS:
             plans.append(exact(left, plans[-1].offsets))
-    last = min(reversed(plans), key=lambda plan: plan.peak)
-    ga_plan = plans[1] if len(plans) > 1 else None
-    return make_plan(
-        problem, last.offsets, "ga", started, stop_reason=plans[-1].stop_reason, trace=turns.trace,
-        search=ga_plan.search if ga_plan else first.search, ray=ga_plan.ray if ga_plan else None,
-        proved_bound=max(plan.lower_bound for plan in plans), bound_origin="exact search",
-    )  # fmt: skip
+    return plans
+
+
+class _ExactBeside:
+    """The exact probes on a thread of their own, trading plans with the GA (its :class:`Exchange`).
+
+    The thread runs the probes' compiled search and nothing else (no parallel
+    kernels, none of the caller's hooks): the exact search's records wait in a
+    queue until the GA's thread passes them on, and the plan is built there.
+    """
+
+    def __init__(self, problem: Problem, search: PartsSearch, deadline: float) -> None:
+        self.problem, self.search = problem, search
+        self.done = threading.Event()  # the exact search ended, or the caller asked both to stop
+        self.records: queue.SimpleQueue[GenerationRecord] = queue.SimpleQueue()
+        self.result: SearchResult | None = None
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._found: np.ndarray | None = None  # the exact search's newest better plan, not yet traded
+        self._given = np.iinfo(np.int64).max  # the peak of the GA's best plan given so far
+        self._thread = threading.Thread(target=self._run, args=(deadline,), daemon=True)
+        self._count = 0
+
+    def _run(self, deadline: float) -> None:
+        best = np.iinfo(np.int64).max
+
+        def report(event: dict[str, float | int]) -> None:
+            nonlocal best
+            self.records.put(event_record(event, self._count))
+            self._count += 1
+            if int(event["peak"]) < best:
+                best = int(event["peak"])
+                with self._lock:
+                    self._found = self.search.result().offsets
+
+        try:
+            self.result = self.search.run(deadline, report, self.done.is_set)
+        except BaseException as error:  # raised again on the caller's thread
+            self.error = error
+        finally:
+            self.done.set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
+        peak = int((offsets + self.problem.sizes).max())
+        if peak < self._given:
+            self._given = peak
+            self.search.post(offsets)
+        with self._lock:
+            found, self._found = self._found, None
+        if found is None or int((found + self.problem.sizes).max()) >= peak:
+            return ()
+        return (found,)
+
+    def pass_on(self, trace: _Trace) -> None:
+        """Hand the exact search's waiting records to ``trace`` (on the caller's thread)."""
+        while True:
+            try:
+                trace.add(self.records.get_nowait())
+            except queue.Empty:
+                return
+
+    def join(self, trace: _Trace, stop: StopCheck, seed: int) -> Plan:
+        """Wait for the exact search, passing its records on and asking ``stop`` meanwhile; its plan."""
+        while self._thread.is_alive():
+            self._thread.join(0.05)
+            self.pass_on(trace)
+            if stop():
+                self.done.set()
+        self.pass_on(trace)
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return search_plan(self.problem, self.search, self.result, [], seed)
+
+
+class _StopRequests:
+    """The caller's stop check, remembering whether it ever said stop."""
+
+    def __init__(self, should_stop: StopCheck | None) -> None:
+        self.should_stop, self.asked = should_stop, False
+
+    def __call__(self) -> bool:
+        if not self.asked and self.should_stop is not None:
+            self.asked = bool(self.should_stop())
+        return self.asked
+
+
+def _side_by_side(
+    problem: Problem, settings: GASettings, run_ga: GARunner, search: PartsSearch, trace: _Trace,
+    requests: _StopRequests,
+) -> list[Plan]:  # fmt: skip
+    """The GA here and the exact probes on their own thread, both for the whole time limit."""
+    exact = _ExactBeside(problem, search, trace.started + (settings.time_limit or 0.0))
+
+    class Trading:
+        """The GA's side of the exchange: it also passes the exact search's records on as it trades."""
+
+        def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
+            exact.pass_on(trace)
+            return exact.trade(offsets)
+
+    def stop() -> bool:
+        if requests():
+            exact.done.set()
+        return exact.done.is_set()
+
+    threads = numba.get_num_threads()  # set per thread: the exact search keeps a core to itself
+    exact.start()
+    try:
+        numba.set_num_threads(max(1, min(threads, usable_cores() - 1)))
+        ga_plan = run_ga(settings, (), trace.from_now(), Trading(), stop)
+    except BaseException:
+        exact.done.set()
+        raise
+    finally:
+        numba.set_num_threads(threads)
+    return [ga_plan, exact.join(trace, requests, settings.seed)]

@@ -19,8 +19,8 @@ import numpy as np
 from gaplanner.baselines import BASELINES
 from gaplanner.errors import InputError
 from gaplanner.exact import ExactSettings, exact_search
-from gaplanner.ga import GASettings, ProgressCallback, StopCheck, run_ga
-from gaplanner.hybrid import ga_then_exact
+from gaplanner.ga import Exchange, GASettings, ProgressCallback, StopCheck, run_ga
+from gaplanner.hybrid import ga_with_exact
 from gaplanner.memory_plan import MemoryPlan
 from gaplanner.plan import Plan
 from gaplanner.problem import Problem
@@ -109,20 +109,21 @@ def solve(
     if algorithm == "ga":
 
         def genetic(
-            ga_settings: GASettings | None, seeds: Sequence[np.ndarray], report: ProgressCallback | None
-        ) -> Plan:
-            if workers != 1:  # the islands on Ray start from the baselines' plans alone
+            ga_settings: GASettings | None, seeds: Sequence[np.ndarray], report: ProgressCallback | None,
+            exchange: Exchange | None, stop: StopCheck | None,
+        ) -> Plan:  # fmt: skip
+            if workers != 1:  # the islands on Ray start from the baselines' plans alone and trade nothing
                 from gaplanner.distributed import solve_islands  # Ray stays optional
 
                 return solve_islands(
                     problem, ga_settings, workers=workers, ray_address=ray_address, on_progress=report,
-                    should_stop=should_stop,
+                    should_stop=stop,
                 )  # fmt: skip
-            return run_ga(
-                problem, ga_settings, on_progress=report, should_stop=should_stop, seed_offsets=seeds
-            )
+            hooks = {"on_progress": report, "should_stop": stop, "exchange": exchange}
+            return run_ga(problem, ga_settings, seed_offsets=seeds, **hooks)
 
-        return ga_then_exact(problem, settings, genetic, on_progress, should_stop)  # type: ignore[arg-type]
+        hooks = {"on_progress": on_progress, "should_stop": should_stop, "side_by_side": workers == 1}
+        return ga_with_exact(problem, settings, genetic, **hooks)  # type: ignore[arg-type]
     if algorithm == "exact":
         hooks = {"on_progress": on_progress, "should_stop": should_stop}
         return exact_search(problem, settings, **hooks)  # type: ignore[arg-type]

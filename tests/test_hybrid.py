@@ -1,12 +1,20 @@
-"""The GA followed by exact probes: never worse than the GA, proves what the exact search proves."""
+"""The GA with exact probes, side by side or in turns: never worse than the GA, proves what the exact
+search proves."""
 
 from __future__ import annotations
 
+import threading
+import time
+
+import numba
 import pytest
 
 from gaplanner import find_violation, load_problem
+from gaplanner.baselines import first_fit, greedy_size
 from gaplanner.errors import InputError
-from gaplanner.ga import GASettings
+from gaplanner.exact import ExactSettings, PartsSearch, exact_search
+from gaplanner.ga import GASettings, run_ga
+from gaplanner.hybrid import usable_cores
 from gaplanner.solve import solve
 
 
@@ -53,3 +61,70 @@ def test_the_ga_starts_from_the_exact_search_plan(benchmarks) -> None:
     assert peaks == sorted(peaks, reverse=True)
     assert plan.search is not None and plan.search.population is not None  # the GA ran between the turns
     assert not plan.optimal
+
+
+class _Giving:
+    """An exchange that gives one plan at the first trade and keeps every plan it is given."""
+
+    def __init__(self, plan) -> None:
+        self.plan, self.given = plan, []
+
+    def trade(self, offsets):
+        self.given.append(offsets.copy())
+        return (self.plan,) if len(self.given) == 1 else ()
+
+
+def test_the_ga_takes_a_plan_traded_to_it_and_gives_its_best(benchmarks) -> None:
+    problem = load_problem(benchmarks / "minimalloc" / "C.1048576.csv")
+    optimum = exact_search(problem, ExactSettings(time_limit=5.0))
+    assert optimum.optimal
+    exchange = _Giving(optimum.offsets)
+    plan = run_ga(problem, GASettings(generations=5, time_limit=None, seed=1), exchange=exchange)
+    assert plan.peak == optimum.peak  # the GA alone starts far above it: baselines' peaks
+    assert min(greedy_size(problem).peak, first_fit(problem).peak) > optimum.peak
+    assert len(exchange.given) == 1  # the next generation is at the lower bound: the GA stops there
+    assert plan.stop_reason == "lower bound reached"
+    for offsets in exchange.given:
+        assert find_violation(problem, offsets, int((offsets + problem.sizes).max())) is None
+
+
+def test_a_plan_posted_from_another_thread_closes_the_search(benchmarks) -> None:
+    problem = load_problem(benchmarks / "minimalloc" / "C.1048576.csv")
+    optimum = exact_search(problem, ExactSettings(time_limit=5.0))
+    search = PartsSearch(problem, first_fit(problem).offsets)
+    poster = threading.Thread(target=search.post, args=(optimum.offsets,))
+    poster.start()
+    poster.join()
+    result = search.run(time.perf_counter() + 30.0)
+    assert result.closed and int((result.offsets + problem.sizes).max()) == optimum.peak
+    assert result.nodes == 0  # taken before the first probe ran
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="the searches run side by side on two cores or more")
+def test_side_by_side_the_default_proves_the_optimum_and_keeps_numba_threads(benchmarks) -> None:
+    problem = load_problem(benchmarks / "minimalloc" / "C.1048576.csv")
+    threads = numba.get_num_threads()
+    plan = solve(problem, "ga", GASettings(time_limit=5.0, seed=1))
+    assert numba.get_num_threads() == threads
+    assert plan.optimal and plan.stop_reason == "optimal" and plan.peak == problem.lower_bound
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    peaks = [r.best_peak for r in plan.trace]
+    assert peaks == sorted(peaks, reverse=True) and [r.generation for r in plan.trace] == list(
+        range(len(peaks))
+    )
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="the searches run side by side on two cores or more")
+def test_side_by_side_a_stop_request_ends_both_searches(benchmarks) -> None:
+    problem = load_problem(benchmarks / "minimalloc" / "J.1048576.csv")  # no search closes J
+    seen: list[int] = []
+    began = time.perf_counter()
+    plan = solve(
+        problem, "ga", GASettings(time_limit=30.0, seed=1), on_progress=lambda r: seen.append(r.best_peak),
+        should_stop=lambda: time.perf_counter() - began > 1.0,
+    )  # fmt: skip
+    assert time.perf_counter() - began < 5.0
+    assert plan.stop_reason == "stopped by request" and not plan.optimal
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    assert seen == [r.best_peak for r in plan.trace] and seen[-1] == plan.peak
+    assert plan.search is not None and plan.search.population is not None  # the GA ran

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -26,6 +27,14 @@ from gaplanner.problem import Problem
 ProgressCallback = Callable[[GenerationRecord], None]
 
 
+class Exchange(Protocol):
+    """Another search running beside the GA, trading best plans with it once a generation."""
+
+    def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
+        """Take the GA's best plan (offsets per block); give back plans found since the last trade."""
+        ...
+
+
 def run_ga(
     problem: Problem,
     settings: GASettings | None = None,
@@ -33,11 +42,13 @@ def run_ga(
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
     seed_offsets: Sequence[np.ndarray] = (),
+    exchange: Exchange | None = None,
 ) -> Plan:
     """Search allocation orders; return the best verified plan with its convergence trace.
 
     The time limit counts from after :func:`~gaplanner.kernels.warm_up`: it is the search's budget.
     ``seed_offsets``: plans (offsets per block) the population starts from, beside the baselines'.
+    ``exchange``: a search beside this one; each plan it gives back replaces an island's worst.
     """
     warm_up()
     started = time.perf_counter()
@@ -63,19 +74,31 @@ def run_ga(
             stop_reason = "time limit"
         if stop_reason is not None:
             break
+        if exchange is not None:
+            _trade(problem, islands, exchange)
         pacing.run(step, islands)
         if len(trace) % settings.migration_interval == 0:
             migrate(islands, settings.migrants)
-    best = min(islands, key=lambda island: island.best_peak)
     return make_plan(
         problem,
-        best.scores.offsets[int(np.argmin(best.scores.peaks))],
+        _best_offsets(islands),
         "ga",
         started,
         stop_reason=stop_reason,
         trace=trace,
         search=SearchStats(record.generation, record.evaluations, settings.seed, settings.population),
     )
+
+
+def _best_offsets(islands: list[Island]) -> np.ndarray:
+    best = min(islands, key=lambda island: island.best_peak)
+    return best.scores.offsets[int(np.argmin(best.scores.peaks))]
+
+
+def _trade(problem: Problem, islands: list[Island], exchange: Exchange) -> None:
+    """Give ``exchange`` the best plan; its plans in return join the islands in turn, as orders by address."""
+    for k, offsets in enumerate(exchange.trade(_best_offsets(islands))):
+        islands[k % len(islands)].immigrate(address_order(problem, offsets)[None])
 
 
 def generation_record(islands: list[Island], generation: int, started: float) -> GenerationRecord:

@@ -31,8 +31,9 @@ class GASettings:
     use_excess: bool = True
     local_search: int = 2  # hole moves from the best individuals each generation
     deduplicate: bool = True
-    # Of the time limit, for exact probes before and after the GA (gaplanner.hybrid); 0: the GA alone;
-    # None: gaplanner.hybrid.AUTO_EXACT_SHARE where the exact search takes the whole problem, else 0.
+    # Of the time limit, for exact probes in turns before and after the GA (gaplanner.hybrid); 0: the GA
+    # alone; None: where the exact search takes the whole problem, the probes side by side with the GA
+    # (two cores or more) or in turns with gaplanner.hybrid.AUTO_EXACT_SHARE, else the GA alone.
     exact_share: float | None = None
 
     def __post_init__(self) -> None:
