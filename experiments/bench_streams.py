@@ -56,7 +56,7 @@ except ImportError:  # the compare extra is not installed
 #: The iteration counters of omnimalloc's searches are C++ ints: the largest is "no cap".
 NO_ITERATION_CAP = 2**31 - 1
 GA = "ga"
-#: The GA without the exact probes the default ``ga`` runs before and after it (gaplanner.hybrid).
+#: The GA without the exact probes the default ``ga`` runs beside it (gaplanner.hybrid).
 GA_ALONE = "GA alone"
 TABU, ANNEALING = "tabu", "SA"
 SEARCHES = (GA, GA_ALONE, TABU, ANNEALING)
@@ -193,9 +193,10 @@ Solvers, {time_limit:g} s wall-clock each per instance, one after the other in o
 - gaplanner ga: `gaplanner.solve(problem, "ga", GASettings({ga_settings}))` (other
   settings at their defaults; the search also stops at the bound), its decoder on
   {ga_threads} thread(s) (`numba.set_num_threads`). By default (`exact_share=None`) that
-  is the GA between two turns of exact probes (`gaplanner.hybrid`: a quarter of the time
-  before the GA, half for the GA seeded with the probes' plan, the rest after it, on
-  problems the exact search takes whole); *GA alone* is the same with `exact_share=0`.
+  is the GA with exact probes beside it (`gaplanner.hybrid`: on two cores or more the
+  probes run on a thread of their own and the GA on one core fewer, trading plans once a
+  generation; on one core they take turns), on problems the exact search takes whole;
+  *GA alone* is the same with `exact_share=0`.
 - tabu (omnimalloc): `TabuSearchAllocator(max_iterations=2**31-1, timeout={time_limit:g})`
   (neighbourhood 20, tenure 15, seed 42: its defaults); SA (omnimalloc):
   `SimulatedAnnealingAllocator(max_iterations=2**31-1, timeout={time_limit:g})` (initial

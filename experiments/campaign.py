@@ -41,7 +41,7 @@ from experiments import oracle
 #: The GA's and random search's budgets: tiny, fixed in generations and evaluations (no clock).
 GA_OPTIONS = {"generations": 3, "population": 8, "islands": 1, "time_limit": None, "stall_generations": None}
 RANDOM_SEARCH_OPTIONS = {"evaluations": 32, "batch": 16}
-#: The exact search alone, and the default hybrid: the GA between two exact turns sharing a time limit.
+#: The exact search alone, and the hybrid in turns (a share given): the GA between two exact turns.
 EXACT_OPTIONS = {"time_limit": 0.5}
 HYBRID_OPTIONS = {**GA_OPTIONS, "time_limit": 0.5, "exact_share": 0.5}
 #: Beside every algorithm of gaplanner.ALGORITHMS (its own options above), the GA with its exact turns.

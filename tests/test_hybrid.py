@@ -8,6 +8,8 @@ import time
 
 import numba
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gaplanner import find_violation, load_problem
 from gaplanner.baselines import first_fit, greedy_size
@@ -16,6 +18,8 @@ from gaplanner.exact import ExactSettings, PartsSearch, exact_search
 from gaplanner.ga import GASettings, run_ga
 from gaplanner.hybrid import usable_cores
 from gaplanner.solve import solve
+from tests.oracles import brute_force_peaks
+from tests.strategies import interval_problems
 
 
 @pytest.mark.parametrize(
@@ -128,3 +132,14 @@ def test_side_by_side_a_stop_request_ends_both_searches(benchmarks) -> None:
     assert find_violation(problem, plan.offsets, plan.peak) is None
     assert seen == [r.best_peak for r in plan.trace] and seen[-1] == plan.peak
     assert plan.search is not None and plan.search.population is not None  # the GA ran
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interval_problems(max_blocks=6), st.integers(0, 3))
+def test_the_default_never_claims_more_than_brute_force(problem, seed) -> None:
+    """Side by side (or in turns on one core): the optimum found and proved, no bound above it."""
+    best, _ = brute_force_peaks(problem)
+    plan = solve(problem, "ga", GASettings(time_limit=2.0, seed=seed))
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    assert problem.lower_bound <= plan.lower_bound <= best <= plan.peak
+    assert plan.optimal and plan.peak == best and plan.stop_reason in ("optimal", "lower bound reached")
