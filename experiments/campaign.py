@@ -44,8 +44,12 @@ RANDOM_SEARCH_OPTIONS = {"evaluations": 32, "batch": 16}
 #: The exact search alone, and the hybrid in turns (a share given): the GA between two exact turns.
 EXACT_OPTIONS = {"time_limit": 0.5}
 HYBRID_OPTIONS = {**GA_OPTIONS, "time_limit": 0.5, "exact_share": 0.5}
+#: The default hybrid: the exact probes on a thread of their own beside the GA, trading plans.
+BESIDE_OPTIONS = {**GA_OPTIONS, "time_limit": 0.5}
 #: Beside every algorithm of gaplanner.ALGORITHMS (its own options above), the GA with its exact turns.
-HYBRID = "ga+exact"
+HYBRID, BESIDE = "ga+exact", "ga beside exact"
+#: The names above, each the GA with other exact options.
+GA_VARIANTS = {HYBRID: HYBRID_OPTIONS, BESIDE: BESIDE_OPTIONS}
 #: The brute force orders at most this many free blocks (its cost is their factorial).
 MAX_BRUTE_FORCE_BLOCKS = 6
 #: Across memories the brute force tries at most this many assignments of blocks to memories (cheapest
@@ -366,21 +370,21 @@ def _settings(algorithm: str, seed: int) -> Any:
     from gaplanner.solve import settings_for
 
     options = {"ga": GA_OPTIONS, "random-search": RANDOM_SEARCH_OPTIONS, "exact": EXACT_OPTIONS,
-               HYBRID: HYBRID_OPTIONS}.get(algorithm, {})  # fmt: skip
-    return settings_for("ga" if algorithm == HYBRID else algorithm, {**options, "seed": seed})
+               **GA_VARIANTS}.get(algorithm, {})  # fmt: skip
+    return settings_for("ga" if algorithm in GA_VARIANTS else algorithm, {**options, "seed": seed})
 
 
 def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan
     from gaplanner.solve import solve
 
-    return solve(problem, "ga" if algorithm == HYBRID else algorithm, _settings(algorithm, seed))
+    return solve(problem, "ga" if algorithm in GA_VARIANTS else algorithm, _settings(algorithm, seed))
 
 
 def runs() -> tuple[str, ...]:
-    """Every algorithm the campaign plans with: gaplanner.ALGORITHMS and the GA with its exact turns."""
+    """Every algorithm the campaign plans with: gaplanner.ALGORITHMS and the GA with exact probes."""
     from gaplanner.solve import ALGORITHMS
 
-    return (*ALGORITHMS, HYBRID)
+    return (*ALGORITHMS, *GA_VARIANTS)
 
 
 def check_case(seed: int, tally: Tally) -> None:
@@ -525,8 +529,8 @@ def _check_memory_case(
         best = oracle.memory_optimum(reading)
         tally.with_optimum += best is not None
     for algorithm in runs():
-        if algorithm == HYBRID:
-            continue  # across memories the GA has no exact turns
+        if algorithm in GA_VARIANTS:
+            continue  # across memories the GA has no exact probes
         try:
             plan = _solve(problem, algorithm, seed)
         except InputError as exc:
@@ -657,8 +661,9 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
             "with a shared input, and two graphs pooled across one memory map. Every algorithm of "
             "`gaplanner.ALGORITHMS` plans it (the GA with "
             f"{GA_OPTIONS}, random search with {RANDOM_SEARCH_OPTIONS}, the exact search with "
-            f"{EXACT_OPTIONS}), and so does the default hybrid, the GA between exact turns, with "
-            f"{HYBRID_OPTIONS}; across memories, the algorithms that plan there (the others must refuse). "
+            f"{EXACT_OPTIONS}), and so does the GA with exact probes: side by side (the default, on "
+            f"two cores or more) with {BESIDE_OPTIONS}, and in turns with {HYBRID_OPTIONS}; across "
+            "memories, the algorithms that plan there (the others must refuse). "
             "Each plan is checked against `experiments/oracle.py`, written from docs/rules.md and "
             "docs/memories.md: every rule, and across memories each memory's capacity, alignment and "
             "peak, the pins and the access cost recomputed. Where at most "
