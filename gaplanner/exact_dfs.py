@@ -175,6 +175,7 @@ def _split(p, s, d, c, capacity):
     nbr_ptr, nbr_idx, bc_ptr, bc_idx = p[NBR_PTR], p[NBR_IDX], p[BC_PTR], p[BC_IDX]
     offsets, grp, queue, sc = s[OFFSETS], s[GRP], s[QUEUE], s[SC]
     g = grp[c]
+    left = s[GRP_LEFT][g]
     first = sc[NEXT_GROUP]
     pieces = 0
     for start in range(len(offsets)):
@@ -186,6 +187,12 @@ def _split(p, s, d, c, capacity):
         head, tail = 0, 1
         queue[0] = start
         while head < tail:
+            if pieces == 1 and tail == left:
+                # Every unplaced block of the group is reached: one piece. On a dense graph this is
+                # known after a few blocks' neighbours, long before every edge has been walked.
+                for k in range(tail):
+                    grp[queue[k]] = g
+                return 1
             b = queue[head]
             head += 1
             for e in range(nbr_ptr[b], nbr_ptr[b + 1]):
