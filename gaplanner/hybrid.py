@@ -207,8 +207,8 @@ class _ExactBeside:
         self._lock = threading.Lock()
         self._found: np.ndarray | None = None  # the exact search's newest better plan, not yet traded
         self._given = np.iinfo(np.int64).max  # the peak of the GA's best plan given so far
+        self._count = 0  # the exact search's records so far
         self._thread = threading.Thread(target=self._run, args=(deadline,), daemon=True)
-        self._count = 0
 
     def _run(self, deadline: float) -> None:
         best = np.iinfo(np.int64).max

@@ -7,12 +7,13 @@ import threading
 import time
 
 import numba
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import find_violation, load_problem
-from gaplanner.baselines import first_fit, greedy_size
+from gaplanner import Problem, find_violation, load_problem, problem_from_arrays
+from gaplanner.baselines import first_fit
 from gaplanner.errors import InputError
 from gaplanner.exact import ExactSettings, PartsSearch, exact_search
 from gaplanner.ga import GASettings, run_ga
@@ -78,24 +79,34 @@ class _Giving:
         return (self.plan,) if len(self.given) == 1 else ()
 
 
-def test_the_ga_takes_a_plan_traded_to_it_and_gives_its_best(benchmarks) -> None:
-    problem = load_problem(benchmarks / "minimalloc" / "C.1048576.csv")
+def _forty_blocks() -> Problem:
+    """Forty random blocks whose optimum the exact search proves at once, and that a GA of one
+    generation misses."""
+    rng = np.random.default_rng(10)
+    lower, length = rng.integers(0, 80, 40), rng.integers(1, 20, 40)
+    return problem_from_arrays(rng.integers(1, 64, 40) * 16, lower, lower + length)
+
+
+def test_the_ga_takes_a_plan_traded_to_it_and_gives_its_best() -> None:
+    problem = _forty_blocks()
     optimum = exact_search(problem, ExactSettings(time_limit=5.0))
     assert optimum.optimal
+    settings = GASettings(generations=1, time_limit=None, seed=1)
+    assert run_ga(problem, settings).peak > optimum.peak  # alone, the same GA misses it
     exchange = _Giving(optimum.offsets)
-    plan = run_ga(problem, GASettings(generations=5, time_limit=None, seed=1), exchange=exchange)
-    assert plan.peak == optimum.peak  # the GA alone starts far above it: baselines' peaks
-    assert min(greedy_size(problem).peak, first_fit(problem).peak) > optimum.peak
-    assert len(exchange.given) == 1  # the next generation is at the lower bound: the GA stops there
-    assert plan.stop_reason == "lower bound reached"
+    plan = run_ga(problem, settings, exchange=exchange)
+    assert plan.peak == optimum.peak and plan.stop_reason == "lower bound reached"
+    assert len(exchange.given) == 1  # traded once, after the first generation
     for offsets in exchange.given:
         assert find_violation(problem, offsets, int((offsets + problem.sizes).max())) is None
 
 
-def test_a_plan_posted_from_another_thread_closes_the_search(benchmarks) -> None:
-    problem = load_problem(benchmarks / "minimalloc" / "C.1048576.csv")
+def test_a_plan_posted_from_another_thread_closes_the_search() -> None:
+    problem = _forty_blocks()
     optimum = exact_search(problem, ExactSettings(time_limit=5.0))
-    search = PartsSearch(problem, first_fit(problem).offsets)
+    start = first_fit(problem)
+    assert start.peak > optimum.peak
+    search = PartsSearch(problem, start.offsets)
     poster = threading.Thread(target=search.post, args=(optimum.offsets,))
     poster.start()
     poster.join()
