@@ -38,7 +38,7 @@ KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3}
 (OFFSETS, MIN_OFF, FLOOR, TOTAL, GRP, GRP_LEFT, GRP_FRAME, CLQ_GRP, RANK_NOW,  # per block, group, clique
  LV_BLK, LV_OFF, LV_RANK, LV_DONE, LV_HEIGHT, LV_MO, LV_FL, LV_GROUP, LV_ROOT,  # per level
  F_START, F_PARENT, F_FIRST, F_COUNT, F_CUR, F_RK,  # per frame (a split)
- MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, SC) = range(34)  # fmt: skip
+ MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, NEAR, SC) = range(35)  # fmt: skip
 # Scalars in state[SC].
 DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP = range(8)
 
@@ -170,14 +170,18 @@ def _place(p, s, c, capacity):
 
 
 @nb.njit(cache=True)
-def _split(p, s, d, c, capacity):
+def _split(p, s, d, c, above, capacity):
     """After placing ``c`` at level ``d``: split its group into connected pieces; the pieces' count."""
     nbr_ptr, nbr_idx, bc_ptr, bc_idx = p[NBR_PTR], p[NBR_IDX], p[BC_PTR], p[BC_IDX]
     offsets, grp, queue, sc = s[OFFSETS], s[GRP], s[QUEUE], s[SC]
     g = grp[c]
-    left = s[GRP_LEFT][g]
     first = sc[NEXT_GROUP]
     pieces = 0
+    # The group was connected with c: every block in it is joined to a neighbour of c. So once the
+    # walk has reached every unplaced neighbour of c, it has reached the whole group: one piece.
+    near, mark = s[NEAR], sc[NODES]
+    for e in range(nbr_ptr[c], nbr_ptr[c + 1]):
+        near[nbr_idx[e]] = mark
     for start in range(len(offsets)):
         if offsets[start] >= 0 or grp[start] != g:
             continue
@@ -186,10 +190,9 @@ def _split(p, s, d, c, capacity):
         grp[start] = label
         head, tail = 0, 1
         queue[0] = start
+        reached = int(near[start] == mark)
         while head < tail:
-            if pieces == 1 and tail == left:
-                # Every unplaced block of the group is reached: one piece. On a dense graph this is
-                # known after a few blocks' neighbours, long before every edge has been walked.
+            if pieces == 1 and reached == above:
                 for k in range(tail):
                     grp[queue[k]] = g
                 return 1
@@ -201,6 +204,7 @@ def _split(p, s, d, c, capacity):
                     grp[x] = label
                     queue[tail] = x
                     tail += 1
+                    reached += near[x] == mark
         s[GRP_LEFT][label] = tail
     if pieces < 2:  # one piece: give the blocks their group back
         for b in range(len(offsets)):
@@ -383,7 +387,7 @@ def search(p, s, capacity, budget):
         if d + 1 == n:
             continue
         g = s[GRP][c]
-        if above >= 2 and s[GRP_LEFT][g] >= 2 and _split(p, s, d, c, capacity) >= 2:
+        if above >= 2 and s[GRP_LEFT][g] >= 2 and _split(p, s, d, c, above, capacity) >= 2:
             f = sc[FRAMES] - 1
             _enter(p, s, d + 1, s[F_FIRST][f], f, -1, -1)
         else:
@@ -422,7 +426,7 @@ class Probe:
         self.s = (
             np.full(n, -1, np.int64), min_off, floor, total, np.zeros(n, np.int64), grp_left, grp_frame,
             np.zeros(m, np.int64), rank.astype(np.int64), *levels, *frames, *logs, np.zeros(m, np.int64),
-            np.zeros(m, np.int64), np.zeros(n, np.int64), np.zeros(8, np.int64),
+            np.zeros(m, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), np.zeros(8, np.int64),
         )  # fmt: skip
         self.s[SC][NEXT_GROUP] = 1  # group 0 holds every block at the start
         _enter(self.p, self.s, 0, 0, -1, -1, -1)
