@@ -149,10 +149,8 @@ def notes(args, results: list[Result]) -> str:
             "bound the exact search proved), and in brackets the seconds until that plan was found (from "
             "the search's trace). *Best bound*: the highest lower bound any run proved, and whose it is. "
             "*Largest part*: buffers in the largest set the exact search plans on its own (no conflict "
-            "links it to the rest). *GA*: the default `ga`, exact probes beside the genetic search "
-            "where the problem has at most `AUTO_MAX_CONFLICT_PAIRS` conflicting pairs (not "
-            "densenet121@4: there the default is the GA alone, and the two columns differ only by the "
-            "machine's timing); *GA alone*: `exact_share=0`.",
+            "links it to the rest). *GA*: the default `ga`, exact probes beside the genetic search; "
+            "*GA alone*: `exact_share=0`.",
             "Bounds raised by the exact search's proofs: " + (", ".join(raised) if raised else "none") + ".",
         ]
     )

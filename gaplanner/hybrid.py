@@ -55,10 +55,6 @@ from gaplanner.problem import Problem
 #: The share of the time limit the exact probes get when the settings leave it open.
 AUTO_EXACT_SHARE = 0.5
 
-#: Beyond this many conflicting pairs the default leaves the exact probes out: each placement then
-#: updates so many neighbours that a probe cannot place every block even once within a turn.
-AUTO_MAX_CONFLICT_PAIRS = 250_000
-
 #: The shortest exact turn worth starting, in seconds.
 LEAST_EXACT_SECONDS = 0.05
 
@@ -93,8 +89,7 @@ def exact_share(problem: Problem, settings: GASettings | None) -> float:
         return 0.0
     if settings.exact_share is not None:
         return settings.exact_share
-    small = searchable(problem) and len(problem.conflicts.indices) // 2 <= AUTO_MAX_CONFLICT_PAIRS
-    return AUTO_EXACT_SHARE if small else 0.0
+    return AUTO_EXACT_SHARE if searchable(problem) else 0.0
 
 
 @dataclass
