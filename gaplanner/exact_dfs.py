@@ -38,7 +38,7 @@ KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3}
 (OFFSETS, MIN_OFF, FLOOR, TOTAL, GRP, GRP_LEFT, GRP_FRAME, CLQ_GRP, RANK_NOW,  # per block, group, clique
  LV_BLK, LV_OFF, LV_RANK, LV_DONE, LV_HEIGHT, LV_MO, LV_FL, LV_GROUP, LV_ROOT,  # per level
  F_START, F_PARENT, F_FIRST, F_COUNT, F_CUR, F_RK,  # per frame (a split)
- MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, NEAR, SC) = range(35)  # fmt: skip
+ MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, NEAR, WITNESS, SC) = range(36)  # fmt: skip
 # Scalars in state[SC].
 DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP = range(8)
 
@@ -107,6 +107,7 @@ def _place(p, s, c, capacity):
     clq_ptr, clq_idx, bc_ptr, bc_idx = p[CLQ_PTR], p[CLQ_IDX], p[BC_PTR], p[BC_IDX]
     offsets, min_off, floor, total, sc = s[OFFSETS], s[MIN_OFF], s[FLOOR], s[TOTAL], s[SC]
     mo_b, mo_v, fl_c, fl_v, stamp, affected = s[MO_B], s[MO_V], s[FL_C], s[FL_V], s[STAMP], s[AFFECTED]
+    witness = s[WITNESS]
     off = min_off[c]
     top = off + sizes[c]
     g = s[GRP][c]
@@ -132,7 +133,9 @@ def _place(p, s, c, capacity):
             ok = False
         for f in range(bc_ptr[x], bc_ptr[x + 1]):
             q = bc_idx[f]
-            if stamp[q] != sc[STAMP_NOW]:
+            w = witness[q]
+            if stamp[q] != sc[STAMP_NOW] and (w == x or offsets[w] >= 0 or min_off[w] != floor[q]):
+                # The clique's floor is still its witness's floor unless the witness moved or is placed.
                 stamp[q] = sc[STAMP_NOW]
                 affected[n_affected] = q
                 n_affected += 1
@@ -152,6 +155,7 @@ def _place(p, s, c, capacity):
             y = clq_idx[e]
             if offsets[y] < 0 and min_off[y] < lowest:
                 lowest = min_off[y]
+                witness[q] = y
         if lowest != _BIG and floor[q] < lowest:
             fl_c[fl_top], fl_v[fl_top] = q, floor[q]
             fl_top += 1
@@ -408,10 +412,11 @@ class Probe:
                   part.nbr_ptr, part.nbr_idx, part.clq_ptr, part.clq_idx, part.bc_ptr, part.bc_idx,
                   keys, *features)  # fmt: skip
         min_off = np.where(part.fixed >= 0, part.fixed, 0).astype(np.int64)
-        floor, total = np.zeros(m, np.int64), np.zeros(m, np.int64)
+        floor, total, witness = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
         for q in range(m):
             members = part.clq_idx[part.clq_ptr[q] : part.clq_ptr[q + 1]]
-            floor[q], total[q] = min_off[members].min(), part.sizes[members].sum()
+            witness[q] = members[np.argmin(min_off[members])]
+            floor[q], total[q] = min_off[witness[q]], part.sizes[members].sum()
         groups = 2 * n + 2
         grp_left, grp_frame = np.zeros(groups, np.int64), np.full(groups, -1, np.int64)
         grp_left[0] = n
@@ -426,7 +431,8 @@ class Probe:
         self.s = (
             np.full(n, -1, np.int64), min_off, floor, total, np.zeros(n, np.int64), grp_left, grp_frame,
             np.zeros(m, np.int64), rank.astype(np.int64), *levels, *frames, *logs, np.zeros(m, np.int64),
-            np.zeros(m, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), np.zeros(8, np.int64),
+            np.zeros(m, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), witness,
+            np.zeros(8, np.int64),
         )  # fmt: skip
         self.s[SC][NEXT_GROUP] = 1  # group 0 holds every block at the start
         _enter(self.p, self.s, 0, 0, -1, -1, -1)
