@@ -26,7 +26,7 @@ decides one question at a time: *is there a plan whose peak is at most T?*
   an eighth of the way down from it and just below it, taking turns in short
   slices (the lower bound's twice as often); beside one full probe per
   tie-break order, restarting probes try shuffled orders (search times are
-  heavy-tailed). A
+  heavy-tailed; at the lower bound of a conflict graph only these). A
   probe that proves T infeasible raises the lower bound past T; one that
   succeeds lowers the incumbent. The search stops at the time limit or when
   the two meet.
@@ -53,6 +53,11 @@ from gaplanner.problem import Problem
 
 #: Probes at each target: one per heuristic order, searched to the end, and restarting ones (their seeds).
 RESTART_SEEDS: tuple[int, ...] = (1, 2)
+#: The probes at the lower bound of a conflict graph: restarting ones only. Its cliques are grown
+#: greedily and small, so they prune little; a search to the end goes deep and wanders there, where
+#: restarts with shuffled orders find plans (on interval lifetimes every time section is a clique,
+#: pruning is strong, and the plain orders pay).
+GRAPH_BOUND_SEEDS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
 
 @dataclass(frozen=True)
@@ -134,11 +139,13 @@ def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
     return RestartingProbe(part, target, seed=kind)
 
 
-def _targets(lo: int, peak: int) -> dict[int, tuple[str | int, ...]]:
-    """Targets and their probes: every kind at the lower bound itself; restarting ones halfway up to the
-    best peak known and an eighth of the way down from it; one per tie-break order just below that peak
-    (any better plan: the one a probe finds often lies far below its target)."""
-    targets: dict[int, tuple[str | int, ...]] = {lo: (*HEURISTICS, *RESTART_SEEDS)}
+def _targets(lo: int, peak: int, intervals: bool = True) -> dict[int, tuple[str | int, ...]]:
+    """Targets and their probes: every kind at the lower bound itself (restarting ones only on a conflict
+    graph, see :data:`GRAPH_BOUND_SEEDS`); restarting ones halfway up to the best peak known and an eighth
+    of the way down from it; one per tie-break order just below that peak (any better plan: the one a
+    probe finds often lies far below its target)."""
+    at_bound = (*HEURISTICS, *RESTART_SEEDS) if intervals else GRAPH_BOUND_SEEDS
+    targets: dict[int, tuple[str | int, ...]] = {lo: at_bound}
     for target, kinds in (
         (lo + (peak - lo) // 2, RESTART_SEEDS),
         (peak - (peak - lo) // 8, RESTART_SEEDS),
@@ -244,7 +251,7 @@ class PartsSearch:
     def _round(self, deadline: float, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
         """One slice for each probe in turn, until one finds a plan or proves a bound."""
         floor = max(self.lo, self.kept_peak())
-        targets = _targets(floor, self.peak())
+        targets = _targets(floor, self.peak(), self.problem.interval_conflicts)
         active = []
         for s in self.states:
             wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
