@@ -379,7 +379,10 @@ def run(settings: Settings, workdir: Path) -> Outcome:
         "GAPLANNER_WORKERS": str(settings.workers),
         "GAPLANNER_API_KEY": "",
         "GAPLANNER_MAX_QUEUE": "100000",
-        "GAPLANNER_MAX_ATTEMPTS": "3",
+        # A job running through every fault injected here (the worker kills, the server kill, the
+        # restart on a full disk) still gets a run of its own: the cap is for jobs that crash their
+        # workers, which this run does not make (tests/test_service_api.py checks the cap).
+        "GAPLANNER_MAX_ATTEMPTS": str(settings.worker_kills + 3),
     }
     phase_errors: dict[str, int] = {}
     with small_filesystem(store, settings.store_mib) as why_not:
