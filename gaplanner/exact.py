@@ -47,7 +47,14 @@ import numpy as np
 
 from gaplanner.errors import InputError
 from gaplanner.exact_dfs import FOUND, HEURISTICS, INFEASIBLE, Probe, RestartingProbe
-from gaplanner.exact_parts import Part, components, make_part, section_members
+from gaplanner.exact_parts import (
+    MAX_SECTION_MEMBERS,
+    Part,
+    components,
+    local_neighbours,
+    make_part,
+    section_members,
+)
 from gaplanner.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.problem import Problem
 
@@ -58,6 +65,11 @@ RESTART_SEEDS: tuple[int, ...] = (1, 2)
 #: restarts with shuffled orders find plans (on interval lifetimes every time section is a clique,
 #: pruning is strong, and the plain orders pay).
 GRAPH_BOUND_SEEDS: tuple[int, ...] = (1, 2, 3, 4, 5)
+#: On a large part (see :mod:`gaplanner.exact_parts`) a probe answers nothing before one descent through
+#: tens of thousands of blocks, so each target gets one probe: at the lower bound a full one by the
+#: heaviest clique first (the blocks of the heavy sections, where the bound binds, go first) and a
+#: restarting one; halfway up, an eighth down and just below the best peak, a restarting one each.
+LARGE_PART_PROBES: tuple[tuple[str | int, ...], ...] = (("TAW", 1), (2,), (3,), (4,))
 
 
 @dataclass(frozen=True)
@@ -117,20 +129,32 @@ class Slicer:
             self.budget = min(max(wanted, 50), 4 * self.budget, 1_000_000)
 
 
-#: Parts beyond these sizes keep the incumbent's placement: their cliques would outgrow memory and
-#: building them the time limit (pairs of block and time section; blocks of a conflict graph).
-MAX_SECTION_MEMBERS = 4_000_000
 #: How often, at most, the exact search asks the caller whether to stop.
 STOP_CHECK_SECONDS = 0.1
+#: Parts beyond these sizes keep the incumbent's placement: a probe holds each block's conflicts and,
+#: along a descent, logs about one raised floor per conflicting pair; a conflict graph's cliques are
+#: grown over a matrix of them (conflicting pairs; blocks of a graph).
+MAX_SEARCHED_PAIRS = 20_000_000
 MAX_GRAPH_BLOCKS = 4000
+#: A large interval part is searched only when the time limit leaves this much per conflicting pair:
+#: building it and one descent of a probe take seconds there.
+LARGE_PART_SECONDS_PER_PAIR = 1e-6
 
 
-def searchable(problem: Problem, blocks: np.ndarray | None = None) -> bool:
-    """Whether the exact search takes these blocks (default: every block) rather than keeping their plan."""
+def searchable(problem: Problem, blocks: np.ndarray | None = None, seconds: float | None = None) -> bool:
+    """Whether the exact search takes these blocks (default: every block) rather than keeping their plan.
+
+    ``blocks``: a whole connected component (or every block), so their conflicts are among them;
+    ``seconds``: the time limit, if any.
+    """
     blocks = np.arange(problem.n) if blocks is None else blocks
-    if problem.interval_conflicts:
-        return section_members(problem.lower[blocks], problem.upper[blocks]) <= MAX_SECTION_MEMBERS
-    return len(blocks) <= MAX_GRAPH_BLOCKS
+    if not problem.interval_conflicts:
+        return len(blocks) <= MAX_GRAPH_BLOCKS
+    pairs = int(problem.conflicts.degrees()[blocks].sum()) // 2
+    if pairs > MAX_SEARCHED_PAIRS:
+        return False
+    large = section_members(problem.lower[blocks], problem.upper[blocks]) > MAX_SECTION_MEMBERS
+    return not large or seconds is None or pairs * LARGE_PART_SECONDS_PER_PAIR <= seconds
 
 
 def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
@@ -139,17 +163,21 @@ def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
     return RestartingProbe(part, target, seed=kind)
 
 
-def _targets(lo: int, peak: int, intervals: bool = True) -> dict[int, tuple[str | int, ...]]:
+def _targets(
+    lo: int, peak: int, intervals: bool = True, large: bool = False
+) -> dict[int, tuple[str | int, ...]]:
     """Targets and their probes: every kind at the lower bound itself (restarting ones only on a conflict
     graph, see :data:`GRAPH_BOUND_SEEDS`); restarting ones halfway up to the best peak known and an eighth
     of the way down from it; one per tie-break order just below that peak (any better plan: the one a
-    probe finds often lies far below its target)."""
+    probe finds often lies far below its target). A large part gets one probe a target, see
+    :data:`LARGE_PART_PROBES`."""
     at_bound = (*HEURISTICS, *RESTART_SEEDS) if intervals else GRAPH_BOUND_SEEDS
+    kinds_above = (RESTART_SEEDS, RESTART_SEEDS, HEURISTICS)
+    if large:
+        at_bound, kinds_above = LARGE_PART_PROBES[0], LARGE_PART_PROBES[1:]
     targets: dict[int, tuple[str | int, ...]] = {lo: at_bound}
-    for target, kinds in (
-        (lo + (peak - lo) // 2, RESTART_SEEDS),
-        (peak - (peak - lo) // 8, RESTART_SEEDS),
-        (peak - 1, HEURISTICS),
+    for target, kinds in zip(
+        (lo + (peak - lo) // 2, peak - (peak - lo) // 8, peak - 1), kinds_above, strict=True
     ):
         if lo < target < peak:
             targets.setdefault(target, kinds)
@@ -160,11 +188,12 @@ class PartsSearch:
     """Exact probes part by part, resumable: :meth:`run` searches until a deadline and can be called
     again, going on where it stopped; :meth:`offer` takes a better plan found elsewhere (the GA's).
 
-    ``known_bound``: a bound on every plan's peak proved before (by an earlier search).
+    ``known_bound``: a bound on every plan's peak proved before (by an earlier search); ``seconds``:
+    the time limit, if any (see :func:`searchable`).
     """
 
     def __init__(self, problem: Problem, incumbent: np.ndarray, started: float | None = None,
-                 known_bound: int = 0) -> None:  # fmt: skip
+                 known_bound: int = 0, seconds: float | None = None) -> None:  # fmt: skip
         self.problem = problem
         self.started = time.perf_counter() if started is None else started
         self.offsets = np.asarray(incumbent, np.int64).copy()
@@ -172,7 +201,7 @@ class PartsSearch:
         self.kept: list[np.ndarray] = []  # the parts too large to search: their plan is kept
         for blocks in components(problem):
             hi = int((self.offsets[blocks] + problem.sizes[blocks]).max())
-            if not searchable(problem, blocks):
+            if not searchable(problem, blocks, seconds):
                 self.kept.append(blocks)
                 continue
             part = make_part(problem, blocks)
@@ -250,10 +279,10 @@ class PartsSearch:
 
     def _round(self, deadline: float, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
         """One slice for each probe in turn, until one finds a plan or proves a bound."""
-        floor = max(self.lo, self.kept_peak())
-        targets = _targets(floor, self.peak(), self.problem.interval_conflicts)
+        floor, peak = max(self.lo, self.kept_peak()), self.peak()
         active = []
         for s in self.states:
+            targets = _targets(floor, peak, self.problem.interval_conflicts, s.part.large)
             wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
             s.probes = {key: s.probes.get(key) or _probe(s.part, *key) for key in wanted}
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
@@ -310,9 +339,11 @@ def warm_up() -> None:
     from gaplanner.kernels import prepare
 
     prepare()  # a stale on-disk cache is dropped before any kernel loads
+    pair = np.arange(2)
+    nbr_ptr, nbr_idx = local_neighbours(pair, pair, np.array([0, 1, 2]), np.array([1, 0], np.int32))
     part = Part(
-        blocks=np.arange(2), sizes=np.ones(2, np.int64), aligns=np.ones(2, np.int64),
-        fixed=np.full(2, -1, np.int64), nbr_ptr=np.array([0, 1, 2]), nbr_idx=np.array([1, 0]),
+        blocks=pair, sizes=np.ones(2, np.int64), aligns=np.ones(2, np.int64),
+        fixed=np.full(2, -1, np.int64), nbr_ptr=nbr_ptr, nbr_idx=nbr_idx,
         clq_ptr=np.array([0, 2]), clq_idx=np.array([0, 1]), bc_ptr=np.array([0, 1, 2]),
         bc_idx=np.array([0, 0]),
         features={k: np.ones(2, np.int64) for k in "WATZ"}, bound=2, grain=1,
@@ -353,7 +384,8 @@ def exact_search(
     warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
     if search is None:
-        search = PartsSearch(problem, incumbent_plan(problem) if incumbent is None else incumbent, started)
+        offsets = incumbent_plan(problem) if incumbent is None else incumbent
+        search = PartsSearch(problem, offsets, started, seconds=settings.time_limit)
     elif incumbent is not None:
         search.offer(incumbent)
     records: list[GenerationRecord] = []

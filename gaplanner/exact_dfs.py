@@ -40,7 +40,7 @@ KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3}
  F_START, F_PARENT, F_FIRST, F_COUNT, F_CUR, F_RK,  # per frame (a split)
  MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, NEAR, WITNESS, SC) = range(36)  # fmt: skip
 # Scalars in state[SC].
-DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP = range(8)
+DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP, SPLITS = range(9)
 
 
 @nb.njit(cache=True)
@@ -375,8 +375,9 @@ def search(p, s, capacity, budget):
             _roll_back(s, s[LV_MO][back], s[LV_FL][back])
             continue
         floors_full = sc[FL_TOP] + (p[BC_PTR][c + 1] - p[BC_PTR][c]) + len(s[TOTAL]) > len(s[FL_C])
-        if floors_full or sc[RK_TOP] + n > len(s[RK_B]):
-            return NEED_SPACE  # the clique-floor or rank log could overflow: the caller grows them
+        raises_full = sc[MO_TOP] + (p[NBR_PTR][c + 1] - p[NBR_PTR][c]) > len(s[MO_B])
+        if floors_full or raises_full or sc[RK_TOP] + n > len(s[RK_B]):
+            return NEED_SPACE  # a log could overflow: the caller grows them
         nodes += 1
         sc[NODES] += 1
         s[LV_BLK][d], s[LV_OFF][d], s[LV_RANK][d] = c, s[MIN_OFF][c], s[RANK_NOW][c]
@@ -391,7 +392,7 @@ def search(p, s, capacity, budget):
         if d + 1 == n:
             continue
         g = s[GRP][c]
-        if above >= 2 and s[GRP_LEFT][g] >= 2 and _split(p, s, d, c, above, capacity) >= 2:
+        if sc[SPLITS] and above >= 2 and s[GRP_LEFT][g] >= 2 and _split(p, s, d, c, above, capacity) >= 2:
             f = sc[FRAMES] - 1
             _enter(p, s, d + 1, s[F_FIRST][f], f, -1, -1)
         else:
@@ -423,18 +424,20 @@ class Probe:
         levels = [np.zeros(n + 1, np.int64) for _ in range(LV_ROOT - LV_BLK + 1)]
         frames = [np.zeros(n + 1, np.int64) for _ in range(F_RK - F_START + 1)]
         # Along one branch each block is placed once and raises each neighbour's floor at most once; a
-        # placement logs each clique of the block and each clique of a raised neighbour at most once,
-        # so the clique-floor log starts at a guess and grows when a placement could overflow it.
-        logs = [np.zeros(len(part.nbr_idx) + 1, np.int64) for _ in range(2)]
+        # placement logs each clique of the block and each clique of a raised neighbour at most once.
+        # The logs of floors start at a guess (on dense conflicts, all of them would not fit in memory
+        # once per probe) and grow when a placement could overflow them.
+        logs = [np.zeros(min(len(part.nbr_idx), 64 * n) + 1, np.int64) for _ in range(2)]
         logs += [np.zeros(2 * len(part.bc_idx) + 4 * m + 16, np.int64) for _ in range(2)]
         logs += [np.zeros(4 * n + 16, np.int64) for _ in range(2)]  # ranks the pieces of splits replace
         self.s = (
             np.full(n, -1, np.int64), min_off, floor, total, np.zeros(n, np.int64), grp_left, grp_frame,
             np.zeros(m, np.int64), rank.astype(np.int64), *levels, *frames, *logs, np.zeros(m, np.int64),
             np.zeros(m, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), witness,
-            np.zeros(8, np.int64),
+            np.zeros(9, np.int64),
         )  # fmt: skip
         self.s[SC][NEXT_GROUP] = 1  # group 0 holds every block at the start
+        self.s[SC][SPLITS] = not part.large
         _enter(self.p, self.s, 0, 0, -1, -1, -1)
         fits = (floor + total <= target).all() and (min_off + part.sizes <= target).all()
         self.status = PAUSED if fits else INFEASIBLE
@@ -454,9 +457,26 @@ class Probe:
             if status != NEED_SPACE:
                 self.status = status
                 break
-            grown = [np.concatenate([log, np.zeros_like(log)]) for log in self.s[FL_C : RK_V + 1]]
-            self.s = (*self.s[:FL_C], *grown, *self.s[RK_V + 1 :])
+            self._grow_logs()
         return self.status
+
+    def _grow_logs(self) -> None:
+        """Double each log (its entries and values) that one more placement could overflow.
+
+        Only those: on a large part the log of raised floors alone grows to tens of millions.
+        """
+        part, sc, state = self.part, self.s[SC], list(self.s)
+        most = (np.diff(part.nbr_ptr).max(initial=0), np.diff(part.bc_ptr).max(initial=0) + len(state[TOTAL]),
+                len(part.sizes))  # fmt: skip
+        for first, top, need in zip(
+            (MO_B, FL_C, RK_B), (sc[MO_TOP], sc[FL_TOP], sc[RK_TOP]), most, strict=True
+        ):
+            length = len(state[first])
+            if top + need > length:
+                extra = max(length, top + need - length)
+                for k in (first, first + 1):
+                    state[k] = np.concatenate([state[k], np.zeros(extra, np.int64)])
+        self.s = tuple(state)
 
 
 def luby(i: int) -> int:
@@ -481,7 +501,9 @@ class RestartingProbe:
     """
 
     def __init__(self, part: Part, target: int, seed: int, unit: int = 4000, noise: int = 20) -> None:
-        self.part, self.target, self.unit, self.noise = part, target, unit, noise
+        """``unit``: placements before the first restart, at least twice the blocks (a whole descent)."""
+        self.part, self.target, self.noise = part, target, noise
+        self.unit = max(unit, 2 * len(part.sizes))
         self.rng = np.random.default_rng(seed)
         self.restarts, self.done_nodes = 0, 0
         self.status = PAUSED

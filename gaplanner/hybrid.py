@@ -89,7 +89,7 @@ def exact_share(problem: Problem, settings: GASettings | None) -> float:
         return 0.0
     if settings.exact_share is not None:
         return settings.exact_share
-    return AUTO_EXACT_SHARE if searchable(problem) else 0.0
+    return AUTO_EXACT_SHARE if searchable(problem, seconds=settings.time_limit) else 0.0
 
 
 @dataclass
@@ -139,7 +139,7 @@ def ga_with_exact(
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    search = PartsSearch(problem, incumbent_plan(problem), started)
+    search = PartsSearch(problem, incumbent_plan(problem), started, seconds=settings.time_limit)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
         plans = _side_by_side(problem, settings, run_ga, search, trace, requests)

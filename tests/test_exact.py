@@ -105,6 +105,38 @@ def test_probes_decide_the_optimum_through_splits_and_twins(problem) -> None:
     assert restarting.status == INFEASIBLE
 
 
+@SETTINGS
+@given(interval_problems(max_blocks=6))
+def test_large_parts_keep_the_optimum_with_heavy_sections_only(problem) -> None:
+    """Parts built as the large ones are (heavy maximal sections, cliques of one, no splitting, twins
+    by lifetime) still find the brute-force optimum, prove it, and find nothing below it."""
+    best, _ = brute_force_peaks(problem)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("gaplanner.exact_parts.MAX_SECTION_MEMBERS", 0)  # every part counts as large
+        plan = exact_search(problem, ENOUGH)
+        parts = [make_part(problem, blocks) for blocks in components(problem)]
+    _check(problem, plan)
+    assert plan.peak == best and plan.optimal
+    for part in parts:
+        assert part.large
+        members = np.zeros(len(part.sizes), int)
+        np.add.at(members, part.clq_idx, 1)
+        assert (members >= 1).all()  # every block lies in some clique
+        lower, upper = problem.lower[part.blocks], problem.upper[part.blocks]
+        for q in range(len(part.clq_ptr) - 1):
+            clique = part.clq_idx[part.clq_ptr[q] : part.clq_ptr[q + 1]]
+            assert lower[clique].max() < upper[clique].min()  # its members are live at one time
+        heaviest = max(part.sizes[(lower <= t) & (upper > t)].sum() for t in lower.tolist())
+        assert part.bound == heaviest
+        sub = problem_from_arrays(part.sizes, lower, upper, alignment=int(problem.alignments[0]))
+        sub_best, _ = brute_force_peaks(sub)
+        for heuristic in ("WAT", "TAW", "TWA"):
+            found = Probe(part, sub_best, heuristic)
+            assert found.run(10**7) == FOUND
+            assert find_violation(sub, found.offsets, sub_best) is None
+            assert Probe(part, sub_best - 1, heuristic).run(10**7) == INFEASIBLE
+
+
 def _brute_force_with_pins(problem) -> int:
     """Smallest peak over every aligned placement of the free blocks below the first-fit peak."""
     top = first_fit(problem).peak
