@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gaplanner import build_problem, find_violation, first_fit, load_problem, problem_from_arrays
 from gaplanner.errors import InputError
-from gaplanner.exact import ExactSettings, exact_search
+from gaplanner.exact import LARGE_PART_SECONDS_PER_PAIR, ExactSettings, exact_search, searchable
 from gaplanner.exact_dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW, Probe, RestartingProbe
 from gaplanner.exact_parts import components, make_part
 from gaplanner.solve import solve
@@ -135,6 +135,22 @@ def test_large_parts_keep_the_optimum_with_heavy_sections_only(problem) -> None:
             assert found.run(10**7) == FOUND
             assert find_violation(sub, found.offsets, sub_best) is None
             assert Probe(part, sub_best - 1, heuristic).run(10**7) == INFEASIBLE
+
+
+def test_a_large_part_is_searched_only_when_the_time_limit_leaves_room(benchmarks) -> None:
+    """Building a large part takes time of its own: under a short limit its plan is kept as given."""
+    problem = load_problem(benchmarks / "minimalloc" / "A.1048576.csv")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("gaplanner.exact.MAX_SECTION_MEMBERS", 0)  # A counts as large
+        pairs = problem.conflicts.edge_count
+        assert searchable(problem, seconds=pairs * LARGE_PART_SECONDS_PER_PAIR)
+        assert searchable(problem)  # no time limit
+        assert not searchable(problem, seconds=pairs * LARGE_PART_SECONDS_PER_PAIR / 2)
+        patch.setattr("gaplanner.exact.MAX_SEARCHED_PAIRS", pairs - 1)
+        assert not searchable(problem)
+        kept = first_fit(problem)
+        plan = exact_search(problem, ExactSettings(time_limit=1.0), incumbent=kept.offsets)
+    assert (plan.offsets == kept.offsets).all() and plan.elapsed < 1.0
 
 
 def _brute_force_with_pins(problem) -> int:
