@@ -66,10 +66,11 @@ RESTART_SEEDS: tuple[int, ...] = (1, 2)
 #: pruning is strong, and the plain orders pay).
 GRAPH_BOUND_SEEDS: tuple[int, ...] = (1, 2, 3, 4, 5)
 #: On a large part (see :mod:`gaplanner.exact_parts`) a probe answers nothing before one descent through
-#: tens of thousands of blocks, so each target gets one probe: at the lower bound a full one by the
-#: heaviest clique first (the blocks of the heavy sections, where the bound binds, go first) and a
-#: restarting one; halfway up, an eighth down and just below the best peak, a restarting one each.
-LARGE_PART_PROBES: tuple[tuple[str | int, ...], ...] = (("TAW", 1), (2,), (3,), (4,))
+#: tens of thousands of blocks, so it gets few probes, each kept as long as it can still help: at the
+#: lower bound a full one by the heaviest clique first (the blocks of the heavy sections, where the bound
+#: binds, go first) and a restarting one; above it, this many restarting ones (see :func:`_large_part_keys`).
+LARGE_BOUND_PROBES: tuple[str | int, ...] = ("TAW", 1)
+LARGE_PART_RUNGS = 3
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class PartState:
     hi: int
     offsets: np.ndarray
     probes: dict[tuple[int, str | int], Probe | RestartingProbe]
+    seeds: int = max(RESTART_SEEDS)  # the last restarting probe's seed (new ones count on from it)
 
 
 @dataclass(frozen=True)
@@ -163,25 +165,44 @@ def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
     return RestartingProbe(part, target, seed=kind)
 
 
-def _targets(
-    lo: int, peak: int, intervals: bool = True, large: bool = False
-) -> dict[int, tuple[str | int, ...]]:
+def _targets(lo: int, peak: int, intervals: bool = True) -> dict[int, tuple[str | int, ...]]:
     """Targets and their probes: every kind at the lower bound itself (restarting ones only on a conflict
     graph, see :data:`GRAPH_BOUND_SEEDS`); restarting ones halfway up to the best peak known and an eighth
     of the way down from it; one per tie-break order just below that peak (any better plan: the one a
-    probe finds often lies far below its target). A large part gets one probe a target, see
-    :data:`LARGE_PART_PROBES`."""
+    probe finds often lies far below its target)."""
     at_bound = (*HEURISTICS, *RESTART_SEEDS) if intervals else GRAPH_BOUND_SEEDS
-    kinds_above = (RESTART_SEEDS, RESTART_SEEDS, HEURISTICS)
-    if large:
-        at_bound, kinds_above = LARGE_PART_PROBES[0], LARGE_PART_PROBES[1:]
     targets: dict[int, tuple[str | int, ...]] = {lo: at_bound}
-    for target, kinds in zip(
-        (lo + (peak - lo) // 2, peak - (peak - lo) // 8, peak - 1), kinds_above, strict=True
+    for target, kinds in (
+        (lo + (peak - lo) // 2, RESTART_SEEDS),
+        (peak - (peak - lo) // 8, RESTART_SEEDS),
+        (peak - 1, HEURISTICS),
     ):
         if lo < target < peak:
             targets.setdefault(target, kinds)
     return targets
+
+
+def _large_part_keys(state: PartState, floor: int) -> list[tuple[int, str | int]]:
+    """A large part's probes: :data:`LARGE_BOUND_PROBES` at the bound, and restarting ones above it.
+
+    Targets that follow the best peak would move with each better plan the GA
+    posts, and every move would throw away probes that have not yet finished
+    their first descent. So a probe above the bound stays while its target
+    lies below the part's best peak, and a new one goes halfway between the
+    bound and the lowest target held (or that peak) while fewer than
+    :data:`LARGE_PART_RUNGS` are held, each with a seed of its own.
+    """
+    if state.hi <= floor:  # the part is at the bound: nothing to search
+        return []
+    keys: list[tuple[int, str | int]] = [(floor, kind) for kind in LARGE_BOUND_PROBES]
+    above = [key for key in state.probes if floor < key[0] < state.hi]
+    while len(above) < LARGE_PART_RUNGS:
+        target = floor + (min((key[0] for key in above), default=state.hi) - floor) // 2
+        if target <= floor:
+            break
+        state.seeds += 1
+        above.append((target, state.seeds))
+    return keys + above
 
 
 class PartsSearch:
@@ -282,8 +303,11 @@ class PartsSearch:
         floor, peak = max(self.lo, self.kept_peak()), self.peak()
         active = []
         for s in self.states:
-            targets = _targets(floor, peak, self.problem.interval_conflicts, s.part.large)
-            wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
+            if s.part.large:
+                wanted = _large_part_keys(s, floor)
+            else:
+                targets = _targets(floor, peak, self.problem.interval_conflicts)
+                wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
             s.probes = {key: s.probes.get(key) or _probe(s.part, *key) for key in wanted}
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
             active += [(s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == floor))]
