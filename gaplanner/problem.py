@@ -136,7 +136,7 @@ def _unchecked_buffers(doc: Document, name: str) -> Problem:
     )
 
 
-def _interval_problem(
+def interval_problem(
     name: str,
     ids: tuple[str, ...],
     sizes: np.ndarray,
@@ -207,7 +207,7 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
     ids = tuple(tensors.ids[r] for r in storage.roots)
     lower, upper = storage.lower, storage.upper
     if tensors.descendants is None:
-        problem = _interval_problem(
+        problem = interval_problem(
             name, ids, storage.sizes, storage.alignments, lower, upper, storage.pinned, **graph
         )
         return _bound_over_inplace_choices(problem, tensors, rules)
@@ -329,7 +329,7 @@ def problem_from_arrays(
             seen.add(bid)
     alignments = np.full(len(sizes), alignment, np.int64)
     pinned = _pinned_offsets(offsets, alignment, len(sizes))
-    return _check_pinned(_interval_problem(name, ids, sizes, alignments, lower, upper, pinned))
+    return _check_pinned(interval_problem(name, ids, sizes, alignments, lower, upper, pinned))
 
 
 def _pinned_offsets(offsets: np.ndarray | None, alignment: int, n: int) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from gaplanner.memory_plan import MemoryPlan
 from gaplanner.plan import Plan
 from gaplanner.problem import Problem
 from gaplanner.random_search import RandomSearchSettings, random_search
+from gaplanner.shared_lifetimes import Merged, merged_for_exact_search
 
 #: Every algorithm name ``solve`` accepts; ``ga`` is the default.
 ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search", "exact", "spill-greedy")
@@ -106,6 +107,14 @@ def solve(
                 should_stop=should_stop,  # type: ignore[arg-type]
             )
         return solve_memories(problem, algorithm, settings, should_stop=should_stop)  # type: ignore[arg-type]
+    if algorithm in ("ga", "exact"):
+        started = time.perf_counter()
+        merged = _merged_for_exact_search(problem, algorithm, settings)  # type: ignore[arg-type]
+        if merged is not None:
+            left = _time_left(settings or ExactSettings(), started)  # merging counts against the limit
+            plan = solve(merged.problem, algorithm, left, on_progress=on_progress,
+                         should_stop=should_stop, workers=workers, ray_address=ray_address)  # fmt: skip
+            return merged.original_plan(problem, plan, started)  # type: ignore[arg-type]
     if algorithm == "ga":
 
         def genetic(
@@ -130,6 +139,24 @@ def solve(
     if algorithm == "random-search":
         return random_search(problem, settings)  # type: ignore[arg-type]
     return BASELINES[algorithm](problem)
+
+
+def _merged_for_exact_search(
+    problem: Problem, algorithm: str, settings: GASettings | ExactSettings | None
+) -> Merged | None:
+    """Blocks of one lifetime merged, where that lets the exact search take a problem too large for it
+    (see :mod:`gaplanner.shared_lifetimes`); not for the GA alone, which plans the blocks as given."""
+    if algorithm == "exact":
+        return merged_for_exact_search(problem, (settings or ExactSettings()).time_limit)
+    if settings is None or settings.time_limit is None or settings.exact_share == 0:
+        return None
+    return merged_for_exact_search(problem, settings.time_limit)
+
+
+def _time_left(settings: GASettings | ExactSettings, started: float) -> GASettings | ExactSettings:
+    """``settings`` with what is left of their time limit since ``started`` (a little at least)."""
+    limit = settings.time_limit or 0.0
+    return replace(settings, time_limit=max(limit - (time.perf_counter() - started), 0.1 * limit))
 
 
 @dataclass(frozen=True)
