@@ -15,7 +15,7 @@ from gaplanner import find_violation, problem_from_arrays
 from gaplanner.exact import ExactSettings, searchable
 from gaplanner.ga import GASettings
 from gaplanner.placement import decode
-from gaplanner.shared_lifetimes import merge_shared_lifetimes, merged_for_exact_search
+from gaplanner.shared_lifetimes import KEPT_TOGETHER, merge_shared_lifetimes, merged_for_exact_search
 from gaplanner.solve import solve
 from tests.oracles import brute_force_peaks
 from tests.strategies import SETTINGS
@@ -133,3 +133,28 @@ def test_the_ga_alone_plans_the_blocks_as_given(pairs_cap, monkeypatch: pytest.M
     monkeypatch.setattr(sys.modules["gaplanner.solve"], "merged_for_exact_search", refuse)
     plan = solve(problem, "ga", GASettings(time_limit=2.0, seed=1, exact_share=0))
     assert find_violation(problem, plan.offsets, plan.peak) is None
+
+
+@SETTINGS
+@given(problems_with_families(max_blocks=6))
+def test_searched_merged_the_plan_is_the_merged_optimum_and_claims_no_more(problem) -> None:
+    """Each problem as if too large whole: the exact search takes its merged form (when it has one)."""
+    merged = merge_shared_lifetimes(problem)
+    if merged is None:
+        return
+
+    def only_merged(candidate, seconds=None) -> bool:
+        return candidate.n < problem.n
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules["gaplanner.shared_lifetimes"], "searchable", only_merged)
+        plan = solve(problem, "exact", ExactSettings(time_limit=30.0))
+    best, _ = brute_force_peaks(problem)
+    merged_best, _ = brute_force_peaks(merged.problem)
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+    assert plan.peak == merged_best >= best
+    assert plan.lower_bound == problem.lower_bound  # a bound proved on the merged problem is not carried over
+    assert plan.optimal == (plan.peak == problem.lower_bound)
+    if plan.optimal:
+        assert plan.peak == best
+    assert plan.stop_reason == ("optimal" if plan.optimal else KEPT_TOGETHER)
