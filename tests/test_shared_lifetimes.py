@@ -61,18 +61,6 @@ def test_every_merged_plan_is_a_plan_of_the_original_with_its_peak(problem, rand
         ]
 
 
-@SETTINGS
-@given(problems_with_families(max_blocks=6))
-def test_the_merged_optimum_is_never_below_the_original_one(problem) -> None:
-    merged = merge_shared_lifetimes(problem)
-    if merged is None:
-        return
-    best, _ = brute_force_peaks(problem)
-    merged_best, _ = brute_force_peaks(merged.problem)
-    assert merged_best >= best  # its plans are plans of the original
-    assert merged_best >= problem.lower_bound
-
-
 def test_pinned_blocks_and_unaligned_sizes_stay_alone() -> None:
     problem = problem_from_arrays(
         np.array([4, 4, 4, 3, 3]), np.zeros(5, int), np.full(5, 2), alignment=2,
