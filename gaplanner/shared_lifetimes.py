@@ -78,7 +78,7 @@ def merge_shared_lifetimes(problem: Problem) -> Merged | None:
     family = family.ravel()
     if len(first) == problem.n:
         return None
-    # Number the merged blocks in the order of their first member, so a problem without families is unchanged.
+    # Number the merged blocks in the order of their first members: the blocks keep their order.
     renumber = np.empty(len(first), np.int64)
     renumber[np.argsort(first, kind="stable")] = np.arange(len(first))
     family, first = renumber[family], np.sort(first)
