@@ -50,6 +50,9 @@ BESIDE_OPTIONS = {**GA_OPTIONS, "time_limit": 0.5}
 HYBRID, BESIDE = "ga+exact", "ga beside exact"
 #: The names above, each the GA with other exact options.
 GA_VARIANTS = {HYBRID: HYBRID_OPTIONS, BESIDE: BESIDE_OPTIONS}
+#: The exact search on the problem with its blocks of one lifetime merged (gaplanner.shared_lifetimes),
+#: its plan expanded to the original: ``solve`` takes that path only on problems too large whole.
+MERGED = "exact, families merged"
 #: The brute force orders at most this many free blocks (its cost is their factorial).
 MAX_BRUTE_FORCE_BLOCKS = 6
 #: Across memories the brute force tries at most this many assignments of blocks to memories (cheapest
@@ -339,6 +342,8 @@ class Tally:
     with_optimum: int = 0
     memory_plans: int = 0
     exact_plans: int = 0
+    merged_plans: int = 0
+    merged_missed: int = 0
     no_fit: int = 0
     missed_fit: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
@@ -354,8 +359,8 @@ class Tally:
 
 
 COUNTS = ("problems", "refused", "plans", "invalid", "false_optimal", "below_optimum", "bound_above_optimum",
-          "exact_missed", "crashes", "with_optimum", "memory_plans", "exact_plans", "no_fit",
-          "missed_fit")  # fmt: skip
+          "exact_missed", "crashes", "with_optimum", "memory_plans", "exact_plans", "merged_plans",
+          "merged_missed", "no_fit", "missed_fit")  # fmt: skip
 #: What a check finds, and the count it adds to.
 FINDINGS = {
     "invalid": "invalid",
@@ -374,17 +379,28 @@ def _settings(algorithm: str, seed: int) -> Any:
     return settings_for("ga" if algorithm in GA_VARIANTS else algorithm, {**options, "seed": seed})
 
 
-def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan
+def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan | None
     from gaplanner.solve import solve
 
+    if algorithm == MERGED:
+        from gaplanner.shared_lifetimes import merge_shared_lifetimes
+
+        merged = merge_shared_lifetimes(problem)
+        if merged is None:  # no two blocks share a lifetime: nothing to check beyond the exact search
+            return None
+        started = time.perf_counter()
+        return merged.original_plan(
+            problem, solve(merged.problem, "exact", _settings("exact", seed)), started
+        )
     return solve(problem, "ga" if algorithm in GA_VARIANTS else algorithm, _settings(algorithm, seed))
 
 
 def runs() -> tuple[str, ...]:
-    """Every algorithm the campaign plans with: gaplanner.ALGORITHMS and the GA with exact probes."""
+    """Every algorithm the campaign plans with: gaplanner.ALGORITHMS, the GA with exact probes and the
+    exact search on blocks of one lifetime merged."""
     from gaplanner.solve import ALGORITHMS
 
-    return (*ALGORITHMS, *GA_VARIANTS)
+    return (*ALGORITHMS, *GA_VARIANTS, MERGED)
 
 
 def check_case(seed: int, tally: Tally) -> None:
@@ -438,7 +454,14 @@ def check(case: dict[str, Any], seed: int, tally: Tally) -> None:
             tally.crashes += 1
             fail("crash", algorithm, f"{type(exc).__name__}: {exc}")
             continue
+        if plan is None:
+            continue
         tally.plans += 1
+        tally.merged_plans += algorithm == MERGED
+        # merging may lose the optimum (not proved otherwise): counted, not a failure, as no plan claims it
+        tally.merged_missed += (
+            algorithm == MERGED and best is not None and not reading.chances and plan.peak > best
+        )
         tally.exact_plans += algorithm == "exact"
         # where the in-place writes are the planner's to choose (docs/rules.md), its choice fixes them
         # before the exact search, which then may miss an optimum that takes others
@@ -529,8 +552,8 @@ def _check_memory_case(
         best = oracle.memory_optimum(reading)
         tally.with_optimum += best is not None
     for algorithm in runs():
-        if algorithm in GA_VARIANTS:
-            continue  # across memories the GA has no exact probes
+        if algorithm in GA_VARIANTS or algorithm == MERGED:
+            continue  # across memories the GA has no exact probes, and no blocks are merged
         try:
             plan = _solve(problem, algorithm, seed)
         except InputError as exc:
@@ -626,6 +649,8 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
         ("plans checked", tally.plans),
         ("of which across memories", tally.memory_plans),
         ("of which by the exact search alone", tally.exact_plans),
+        ("of which by the exact search, blocks of one lifetime merged", tally.merged_plans),
+        ("of which above the brute-force optimum (merging lost it)", tally.merged_missed),
         ("answers 'does not fit' (memories)", tally.no_fit),
         ("of which the brute force fits (heuristics)", tally.missed_fit),
         ("invalid plans", tally.invalid),
@@ -662,7 +687,9 @@ def _report(tally: Tally, first: int, reached: int, seconds: float, command: str
             "`gaplanner.ALGORITHMS` plans it (the GA with "
             f"{GA_OPTIONS}, random search with {RANDOM_SEARCH_OPTIONS}, the exact search with "
             f"{EXACT_OPTIONS}), and so does the GA with exact probes: side by side (the default, on "
-            f"two cores or more) with {BESIDE_OPTIONS}, and in turns with {HYBRID_OPTIONS}; across "
+            f"two cores or more) with {BESIDE_OPTIONS}, and in turns with {HYBRID_OPTIONS}, and, where "
+            "blocks share a lifetime, the exact search on the problem with each such family as one block "
+            "(as `solve` plans a problem too large for it whole), its plan expanded to the original; across "
             "memories, the algorithms that plan there (the others must refuse). "
             "Each plan is checked against `experiments/oracle.py`, written from docs/rules.md and "
             "docs/memories.md: every rule, and across memories each memory's capacity, alignment and "

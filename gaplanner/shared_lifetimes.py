@@ -56,14 +56,18 @@ class Merged:
 def merge_shared_lifetimes(problem: Problem) -> Merged | None:
     """The problem with every family of two or more blocks as one block; None if there is none.
 
-    A family: free blocks with one lifetime and one alignment whose sizes are
+    A family: blocks with one lifetime and one alignment whose sizes are
     multiples of it (so stacking them needs no padding and keeps the loads,
-    hence the max-load bound). Only interval problems: on a conflict graph one
-    lifetime does not mean the same conflicts.
+    hence the max-load bound). Only interval problems without pinned blocks:
+    on a conflict graph one lifetime does not mean the same conflicts, and a
+    stacked family may have to straddle a pinned block's fixed addresses,
+    directly or through the blocks around it.
     """
     if not problem.interval_conflicts or problem.memories is not None or problem.clocks is not None:
         return None
-    joinable = (problem.pinned < 0) & (problem.sizes % problem.alignments == 0)
+    if problem.has_pinned:
+        return None
+    joinable = problem.sizes % problem.alignments == 0
     index = np.arange(problem.n)
     keys = np.stack(
         [
