@@ -386,7 +386,7 @@ def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan | None
         from gaplanner.shared_lifetimes import merge_shared_lifetimes
 
         merged = merge_shared_lifetimes(problem)
-        if merged is None:  # no two blocks share a lifetime: nothing to check beyond the exact search
+        if merged is None:  # no two blocks share a lifetime, or some are pinned: nothing is merged
             return None
         started = time.perf_counter()
         return merged.original_plan(
