@@ -11,8 +11,9 @@ meets a proved lower bound (omnimalloc: the max-load bound). The table goes to
 
     python -m experiments.bench_exact [--time-limit 10] [--benchmarks PATH] [--only A,B] [--seeds 1,2,3]
 
-``--seeds``: the default ``ga`` runs once per seed (its two searches trade
-plans as they go, so runs differ); the GA alone runs with seed 1.
+``--seeds``: the exact search and the default ``ga`` run once per seed (their
+searches trade plans as they go, so runs differ); the GA alone runs with seed
+1, the exact search on one thread (its portfolio alone, no draws) once.
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ OMNIMALLOC = {
 HEADLINE_NOTES = """Geometric mean over A–K of peak / best known peak (MiniMalloc's exact
 solutions), {time_limit:g} s per instance and solver, one run each, side by side in one
 process on the same machine (per instance: [exact.md](exact.md)). A run is proved optimal
-when its peak meets a proved lower bound. `gaplanner ga` is the default algorithm: exact
-probes on a thread of their own beside the GA, trading plans once a generation (one row
-per seed: runs differ); `GA alone` is
+when its peak meets a proved lower bound. `gaplanner exact` runs a thread per core (here
+two): its portfolio of probes and, beside it, probes at random targets, trading plans
+(one row per seed: runs differ); `one thread` is the portfolio alone. `gaplanner ga` is
+the default algorithm: exact probes (the portfolio) on a thread of their own beside the
+GA, trading plans once a generation (one row per seed); `GA alone` is
 `--no-exact`, the patent's method. omnimalloc 1.0 (extra `compare`): its branch and
 bound (`SupermallocAllocator`) at its default thread count (the machine's cores) and with
 `num_threads=6` (it tries threads // 3 bound targets at once, so more threads than cores
@@ -69,11 +72,16 @@ def best_known(readme: Path) -> dict[str, int]:
 
 
 def ours(
-    algorithm: str, time_limit: float, exact_share: float | None = None, seed: int = 1
+    algorithm: str,
+    time_limit: float,
+    exact_share: float | None = None,
+    seed: int = 1,
+    threads: int | None = None,
 ) -> Callable[[Problem], SolverRun]:
     """Our solver on a problem: the exact search, or the GA with or without exact probes."""
     if algorithm == "exact":
-        settings: ExactSettings | GASettings = ExactSettings(time_limit=time_limit)
+        settings: ExactSettings | GASettings
+        settings = ExactSettings(time_limit=time_limit, seed=seed, threads=threads)
     else:
         settings = GASettings(time_limit=time_limit, seed=seed, exact_share=exact_share)
     return partial(run_solver, algorithm=algorithm, settings=settings)
@@ -91,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance and solver")
     parser.add_argument("--benchmarks", help="the shared benchmark folder (default $GAPLANNER_BENCHMARKS)")
     parser.add_argument("--only", help="instances to run, e.g. A,B (default all of A-K)")
-    parser.add_argument("--seeds", default="1", help="seeds of the default ga, e.g. 1,2,3 (default 1)")
+    parser.add_argument(
+        "--seeds", default="1", help="seeds of the exact search and the default ga, e.g. 1,2,3 (default 1)"
+    )
     parser.add_argument("--output", default=str(RESULTS), help="markdown file to write (default %(default)s)")
     args = parser.parse_args(argv)
     root = benchmarks_root(args.benchmarks)
@@ -100,12 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     best = best_known(root / "minimalloc" / "README.md")
     names = args.only.split(",") if args.only else sorted(n for n in best if len(n) == 1)
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     solvers = {
-        "gaplanner exact": ours("exact", args.time_limit),
-        **{
-            f"gaplanner ga (default, seed {seed})": ours("ga", args.time_limit, seed=int(seed))
-            for seed in args.seeds.split(",")
-        },
+        **{f"gaplanner exact (seed {seed})": ours("exact", args.time_limit, seed=seed) for seed in seeds},
+        "gaplanner exact, one thread": ours("exact", args.time_limit, threads=1),
+        **{f"gaplanner ga (default, seed {seed})": ours("ga", args.time_limit, seed=seed) for seed in seeds},
         "gaplanner GA alone (seed 1)": ours("ga", args.time_limit, exact_share=0),
     }
     others = omnimalloc_allocators(args.time_limit)

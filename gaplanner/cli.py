@@ -88,6 +88,7 @@ def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
         "seed": args.seed,
         "islands": args.islands,
         "exact_share": args.exact_share,
+        "threads": args.threads,
     }
     try:
         return settings_for(algorithm, options)
@@ -282,6 +283,12 @@ def _add_search_options(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const=0.0,
         help="the GA alone, as the patent describes it (no exact probes)",
+    )
+    group.add_argument(
+        "--threads",
+        type=_positive_int,
+        help="--algorithm exact: threads, the first for its portfolio of probes, each other one for probes "
+        "at random targets (default: one per core)",
     )
     group.add_argument("--quiet", "-q", action="store_true", help="no progress line on stderr")
 

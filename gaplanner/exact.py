@@ -30,6 +30,10 @@ decides one question at a time: *is there a plan whose peak is at most T?*
   probe that proves T infeasible raises the lower bound past T; one that
   succeeds lowers the incumbent. The search stops at the time limit or when
   the two meet.
+* **Threads.** On each other core, :class:`RandomTargets` draws a target
+  between the bound and the best plan and an order, and gives that probe a
+  few descents, then draws again: every pair gets its chance, where the fixed
+  targets can spend the whole time on pairs that never answer.
 
 The depth-first search keeps its whole state in arrays, so it runs in slices
 of nodes and the clock is read between slices: the time limit always holds.
@@ -38,6 +42,7 @@ of nodes and the clock is read between slices: the time limit always holds.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -46,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gaplanner.errors import InputError
-from gaplanner.exact_dfs import FOUND, HEURISTICS, INFEASIBLE, Probe, RestartingProbe
+from gaplanner.exact_dfs import FOUND, HEURISTICS, INFEASIBLE, PAUSED, Probe, RestartingProbe
 from gaplanner.exact_parts import (
     MAX_SECTION_MEMBERS,
     Part,
@@ -57,6 +62,9 @@ from gaplanner.exact_parts import (
 )
 from gaplanner.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.problem import Problem
+
+#: Called with each event of a search: its best peak or its bound changed.
+OnEvent = Callable[[dict[str, float | int]], None]
 
 #: Probes at each target: one per heuristic order, searched to the end, and restarting ones (their seeds).
 RESTART_SEEDS: tuple[int, ...] = (1, 2)
@@ -78,8 +86,18 @@ class ExactSettings:
     """Exact search settings: it stops at the time limit, or when the plan is proved optimal."""
 
     time_limit: float = 10.0
+    #: Threads: one runs the portfolio of probes (below), each other one draws targets at random
+    #: (:class:`RandomTargets`); None: one per core this process may use.
+    threads: int | None = None
+    #: The random targets' draws.
+    seed: int = 0
 
     def __post_init__(self) -> None:
+        threads = self.threads
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise InputError(f"must be a whole number of threads, at least 1, got {threads!r}", "threads")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InputError(f"must be a whole number, got {self.seed!r}", "seed")
         limit = self.time_limit
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
             raise InputError(f"must be a positive number of seconds, got {limit!r}", "time_limit")
@@ -141,6 +159,9 @@ MAX_GRAPH_BLOCKS = 4000
 #: A large interval part is searched only when the time limit leaves this much per conflicting pair:
 #: building it and one descent of a probe take seconds there.
 LARGE_PART_SECONDS_PER_PAIR = 1e-6
+#: Placements each probe of :class:`RandomTargets` gets (at least two descents of its part): about a tenth
+#: of a second on MiniMalloc's challenging set.
+RANDOM_TARGET_PLACEMENTS = 10000
 
 
 def searchable(problem: Problem, blocks: np.ndarray | None = None, seconds: float | None = None) -> bool:
@@ -205,41 +226,61 @@ def _large_part_keys(state: PartState, floor: int) -> list[tuple[int, str | int]
     return keys + above
 
 
+def _parts(problem: Problem, seconds: float | None) -> tuple[list[Part], list[np.ndarray]]:
+    """The problem's parts the exact search takes, and the blocks of those too large for it (kept)."""
+    parts, kept = [], []
+    for blocks in components(problem):
+        if searchable(problem, blocks, seconds):
+            parts.append(make_part(problem, blocks))
+        else:
+            kept.append(blocks)
+    return parts, kept
+
+
 class PartsSearch:
     """Exact probes part by part, resumable: :meth:`run` searches until a deadline and can be called
     again, going on where it stopped; :meth:`offer` takes a better plan found elsewhere (the GA's).
 
     ``known_bound``: a bound on every plan's peak proved before (by an earlier search); ``seconds``:
-    the time limit, if any (see :func:`searchable`).
+    the time limit, if any (see :func:`searchable`); ``parts_of``: a search of the same problem whose
+    parts (and kept blocks) this one takes rather than building its own (probes only read them).
     """
 
     def __init__(self, problem: Problem, incumbent: np.ndarray, started: float | None = None,
-                 known_bound: int = 0, seconds: float | None = None) -> None:  # fmt: skip
+                 known_bound: int = 0, seconds: float | None = None,
+                 parts_of: PartsSearch | None = None) -> None:  # fmt: skip
         self.problem = problem
         self.started = time.perf_counter() if started is None else started
         self.offsets = np.asarray(incumbent, np.int64).copy()
+        if parts_of is None:
+            parts, self.kept = _parts(problem, seconds)
+        else:
+            parts, self.kept = [s.part for s in parts_of.states], parts_of.kept
         self.states: list[PartState] = []
-        self.kept: list[np.ndarray] = []  # the parts too large to search: their plan is kept
-        for blocks in components(problem):
-            hi = int((self.offsets[blocks] + problem.sizes[blocks]).max())
-            if not searchable(problem, blocks, seconds):
-                self.kept.append(blocks)
-                continue
-            part = make_part(problem, blocks)
+        for part in parts:
+            hi = int((self.offsets[part.blocks] + part.sizes).max())
             lo = min(_round_up(part.bound, part.grain), hi)
-            self.states.append(PartState(part, lo, hi, self.offsets[blocks].copy(), {}))
+            self.states.append(PartState(part, lo, hi, self.offsets[part.blocks].copy(), {}))
         bound = min(max(problem.lower_bound, known_bound), self.peak())
         self.lo = max([bound, *(s.lo for s in self.states)])
         self.events: list[dict[str, float | int]] = []
         self.nodes, self.slicer, self.stopped = 0, Slicer(), False
-        self._posted: np.ndarray | None = None
+        self._posted: list[tuple[np.ndarray, int, bool]] = []
         self._post_lock = threading.Lock()
+        self.aside: np.ndarray | None = None  # a better plan posted not to steer the targets (see post)
 
     def kept_peak(self) -> int:
         return max((int((self.offsets[b] + self.problem.sizes[b]).max()) for b in self.kept), default=0)
 
     def peak(self) -> int:
+        """The peak of the plan the probes' targets follow."""
         return max([self.kept_peak(), *(s.hi for s in self.states)])
+
+    def best_peak(self) -> int:
+        """The peak of the best plan known: the one the targets follow, or one put aside."""
+        if self.aside is None:
+            return self.peak()
+        return min(self.peak(), int((self.aside + self.problem.sizes).max()))
 
     def offer(self, offsets: np.ndarray) -> None:
         """Take each part of ``offsets`` (a valid plan) that lies lower than the one held."""
@@ -252,24 +293,32 @@ class PartsSearch:
             if (offsets[blocks] + sizes[blocks]).max() < (self.offsets[blocks] + sizes[blocks]).max():
                 self.offsets[blocks] = offsets[blocks]
 
-    def post(self, offsets: np.ndarray) -> None:
-        """From another thread: a valid plan to :meth:`offer` between two rounds of a :meth:`run`."""
+    def post(self, offsets: np.ndarray, lower_bound: int = 0, steer: bool = True) -> None:
+        """From another thread: a valid plan and a bound proved for these blocks, taken between two
+        rounds of a :meth:`run`. The plan is offered (:meth:`offer`) when it may ``steer`` the targets,
+        else only kept aside as the best known when it is."""
         with self._post_lock:
-            self._posted = offsets
+            self._posted.append((offsets, lower_bound, steer))
 
-    def _take_posted(self, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
+    def _take_posted(self, on_event: OnEvent | None) -> None:
         with self._post_lock:
-            posted, self._posted = self._posted, None
-        if posted is not None:
-            before = self.peak()
-            self.offer(posted)
-            if self.peak() < before:
-                self._note(on_event)
+            posted, self._posted = self._posted, []
+        if not posted:
+            return
+        before = (self.best_peak(), self.lo)
+        for offsets, lower_bound, steer in posted:
+            if steer:
+                self.offer(offsets)
+            elif int((offsets + self.problem.sizes).max()) < self.best_peak():
+                self.aside = offsets
+            self.lo = max(self.lo, lower_bound)
+        if (self.best_peak(), self.lo) != before:
+            self._note(on_event)
 
-    def _note(self, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
+    def _note(self, on_event: OnEvent | None) -> None:
         elapsed = round(time.perf_counter() - self.started, 6)
         self.events.append(
-            {"elapsed": elapsed, "peak": self.peak(), "lower_bound": self.lo, "nodes": self.nodes}
+            {"elapsed": elapsed, "peak": self.best_peak(), "lower_bound": self.lo, "nodes": self.nodes}
         )
         if on_event is not None:
             on_event(self.events[-1])
@@ -277,7 +326,7 @@ class PartsSearch:
     def run(
         self,
         deadline: float,
-        on_event: Callable[[dict[str, float | int]], None] | None = None,
+        on_event: OnEvent | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> SearchResult:
         """Probe until ``deadline`` (a perf_counter time), the bound is met, or ``should_stop`` says so.
@@ -288,18 +337,19 @@ class PartsSearch:
         asked = time.perf_counter()
         self.stopped = False
         self._note(on_event)
-        while self.peak() > max(self.lo, self.kept_peak()) and time.perf_counter() < deadline:
+        while self.best_peak() > max(self.lo, self.kept_peak()) and time.perf_counter() < deadline:
             self._take_posted(on_event)
             if should_stop is not None and time.perf_counter() - asked >= STOP_CHECK_SECONDS:
                 asked = time.perf_counter()
                 if should_stop():
                     self.stopped = True
                     break
-            self._round(deadline, on_event)
+            if not self._round(deadline, on_event):
+                break
         return self.result()
 
-    def _round(self, deadline: float, on_event: Callable[[dict[str, float | int]], None] | None) -> None:
-        """One slice for each probe in turn, until one finds a plan or proves a bound."""
+    def _round(self, deadline: float, on_event: OnEvent | None) -> bool:
+        """One slice for each probe in turn, until one finds a plan or proves a bound; False: none to run."""
         floor, peak = max(self.lo, self.kept_peak()), self.peak()
         active = []
         for s in self.states:
@@ -312,34 +362,148 @@ class PartsSearch:
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
             active += [(s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == floor))]
         for s, probe in sorted(active, key=lambda sp: sp[1].target):
-            begun, before = time.perf_counter(), probe.nodes
-            status = probe.run(self.slicer.budget)
-            self.slicer.measured(probe.nodes - before, time.perf_counter() - begun)
-            self.nodes += probe.nodes - before
-            if status == FOUND:
-                top = int((probe.offsets + s.part.sizes).max())
-                if top < s.hi:
-                    s.hi, s.offsets = top, probe.offsets.copy()
-                self._note(on_event)
-                return
-            if status == INFEASIBLE:
-                s.lo = max(s.lo, _round_up(probe.target + 1, s.part.grain))
-                s.probes = {key: p for key, p in s.probes.items() if key[0] >= s.lo}
-                self.lo = max(self.lo, s.lo)
-                self._note(on_event)
-                return
-            if time.perf_counter() >= deadline:
-                return
+            if self._slice(s, probe, on_event) != PAUSED or time.perf_counter() >= deadline:
+                break
+        return bool(active)
+
+    def _slice(self, s: PartState, probe: Probe | RestartingProbe, on_event: OnEvent | None) -> int:
+        """Run ``probe`` (of part ``s``) for one slice and take what it answers; its status."""
+        begun, before = time.perf_counter(), probe.nodes
+        status = probe.run(self.slicer.budget)
+        self.slicer.measured(probe.nodes - before, time.perf_counter() - begun)
+        self.nodes += probe.nodes - before
+        if status == FOUND:
+            top = int((probe.offsets + s.part.sizes).max())
+            if top < s.hi:
+                s.hi, s.offsets = top, probe.offsets.copy()
+            self._note(on_event)
+        elif status == INFEASIBLE:
+            s.lo = max(s.lo, _round_up(probe.target + 1, s.part.grain))
+            s.probes = {key: p for key, p in s.probes.items() if key[0] >= s.lo}
+            self.lo = max(self.lo, s.lo)
+            self._note(on_event)
+        return status
 
     def result(self) -> SearchResult:
         offsets = self.offsets.copy()
         for s in self.states:
             offsets[s.part.blocks] = s.offsets
-        peak = self.peak()
+        if self.aside is not None and self.best_peak() < self.peak():
+            offsets = self.aside.copy()
+        peak = self.best_peak()
         return SearchResult(offsets, self.lo, peak <= self.lo, self.nodes, tuple(self.events), self.stopped)
 
 
+class RandomTargets(PartsSearch):
+    """The exact search's other schedule, for another core: one probe at a time, at a target drawn
+    between the lower bound and its part's best peak, of an order drawn too, for a few descents.
+
+    A probe's plan hugs its target, and which order answers at which target is
+    erratic: where the bound is far below every plan found, the portfolio's
+    fixed targets can spend the whole time limit on pairs of target and order
+    that never answer, while draws give every pair its chance. They do not
+    replace the portfolio: plans that need one probe to search long (and the
+    proofs at the bound) come from its probes, which keep their work.
+    Large parts (see :mod:`gaplanner.exact_parts`) are left to the portfolio:
+    one descent there takes seconds.
+    """
+
+    def __init__(self, *args, seed: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.rng = np.random.default_rng(seed)
+        self.drawn: tuple[PartState, Probe | RestartingProbe] | None = None
+
+    def _round(self, deadline: float, on_event: OnEvent | None) -> bool:
+        """One slice of the probe drawn last, or of a new one once it has answered, had its placements,
+        or its target lies outside what is still open."""
+        floor = max(self.lo, self.kept_peak())
+        if self.drawn is not None:
+            s, probe = self.drawn
+            placements = max(RANDOM_TARGET_PLACEMENTS, 2 * len(s.part.sizes))
+            if (
+                probe.status != PAUSED
+                or probe.nodes >= placements
+                or not max(floor, s.lo) <= probe.target < s.hi
+            ):
+                self.drawn = None
+        if self.drawn is None:
+            open_parts = [s for s in self.states if not s.part.large and s.hi > max(floor, s.lo)]
+            if not open_parts:
+                return False
+            s = open_parts[self.rng.integers(len(open_parts))]
+            target = int(self.rng.integers(max(floor, s.lo), s.hi))
+            draw = self.rng.integers(2 * len(HEURISTICS))  # as often a plain order as a shuffled one
+            kind = HEURISTICS[draw] if draw < len(HEURISTICS) else int(self.rng.integers(2**31))
+            self.drawn = (s, _probe(s.part, target, kind))
+        self._slice(*self.drawn, on_event)
+        return True
+
+
+def run_strands(
+    search: PartsSearch,
+    others: list[PartsSearch],
+    deadline: float,
+    on_event: OnEvent | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> SearchResult:
+    """``search`` here and each of ``others`` on a thread of its own, over the same parts until
+    ``deadline``, each posting its better plans and bounds to the rest; ``search``'s result, with theirs.
+
+    The others' plans do not steer ``search``'s targets: it keeps them aside as
+    the best known. Its fixed targets move with each plan it takes, throwing
+    away probes that had not yet answered, and the others find many plans just
+    below its best one, each of which would move them. Its plans do steer the
+    others, whose targets are drawn below the best plan afresh each time. The
+    probes' compiled search holds no Python lock, so the threads run on as many
+    cores. ``others`` stop when ``search`` ends (closed, stopped or at the deadline).
+    """
+    done = threading.Event()
+    everyone = [search, *others]
+    errors: list[BaseException] = []
+
+    def sharing(strand: PartsSearch) -> OnEvent:
+        def share(event: dict[str, float | int]) -> None:
+            offsets = strand.result().offsets
+            for other in everyone:
+                if other is not strand:
+                    other.post(offsets, strand.lo, steer=other is not search)
+            if strand is search and on_event is not None:
+                on_event(event)
+
+        return share
+
+    def run_other(strand: PartsSearch) -> None:
+        try:
+            strand.run(deadline, sharing(strand), done.is_set)
+        except BaseException as error:  # raised again on the caller's thread
+            errors.append(error)
+            done.set()
+
+    threads = [threading.Thread(target=run_other, args=(strand,), daemon=True) for strand in others]
+    for thread in threads:
+        thread.start()
+    try:
+        search.run(deadline, sharing(search), lambda: done.is_set() or bool(should_stop and should_stop()))
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
+    search.nodes += sum(strand.nodes for strand in others)
+    search._take_posted(on_event)  # the others' last plans and bounds
+    return search.result()
+
+
 # --- the front door -----------------------------------------------------------------------------
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _bound_holds_for_every_plan(problem: Problem) -> bool:
@@ -382,7 +546,6 @@ def exact_search(
     incumbent: np.ndarray | None = None,
     *,
     search: PartsSearch | None = None,
-    seed: int = 0,
     on_progress: Callable[[GenerationRecord], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> Plan:
@@ -398,8 +561,8 @@ def exact_search(
     has a record each time the best peak or the bound changed (``evaluations``:
     placements tried so far; times from the search's start), passed to
     ``on_progress`` as it comes; ``should_stop``: as for the GA, True ends the
-    search with its best plan. ``seed``: reported in the plan (the search
-    itself is deterministic).
+    search with its best plan. With more than one thread (``settings.threads``),
+    :class:`RandomTargets` run beside the portfolio, drawing from ``settings.seed``.
     """
     from gaplanner.kernels import warm_up as warm_up_kernels
 
@@ -412,6 +575,12 @@ def exact_search(
         search = PartsSearch(problem, offsets, started, seconds=settings.time_limit)
     elif incumbent is not None:
         search.offer(incumbent)
+    threads = settings.threads or usable_cores()
+    offsets, small_parts = search.result().offsets, any(not s.part.large for s in search.states)
+    others = [
+        RandomTargets(problem, offsets, started, search.lo, parts_of=search, seed=settings.seed + k)
+        for k in range(threads - 1 if small_parts else 0)
+    ]
     records: list[GenerationRecord] = []
 
     def record(event: dict[str, float | int]) -> None:
@@ -419,8 +588,8 @@ def exact_search(
         if on_progress is not None:
             on_progress(records[-1])
 
-    result = search.run(started + settings.time_limit, record, should_stop)
-    return search_plan(problem, search, result, records, seed)
+    result = run_strands(search, others, started + settings.time_limit, record, should_stop)
+    return search_plan(problem, search, result, records, settings.seed)
 
 
 def event_record(event: dict[str, float | int], index: int) -> GenerationRecord:

@@ -25,7 +25,6 @@ both so far), and its bound is the one the exact search proved. With
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -45,6 +44,7 @@ from gaplanner.exact import (
     incumbent_plan,
     search_plan,
     searchable,
+    usable_cores,
 )  # fmt: skip
 from gaplanner.exact import warm_up as warm_up_exact
 from gaplanner.ga import Exchange, GASettings, ProgressCallback, StopCheck
@@ -73,14 +73,6 @@ class GARunner(Protocol):
         """The GA's plan; its population seeded with ``seeds`` (offsets), trading plans with ``exchange``
         when it can (the GA in this process; others ignore it), stopping when ``stop`` says so."""
         ...
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def exact_share(problem: Problem, settings: GASettings | None) -> float:
@@ -158,7 +150,7 @@ def ga_with_exact(
 
 
 def _exact_turn(problem: Problem, search: PartsSearch, seconds: float, seed: int, **hooks) -> Plan:
-    return exact_search(problem, ExactSettings(time_limit=seconds), search=search, seed=seed, **hooks)
+    return exact_search(problem, ExactSettings(time_limit=seconds, seed=seed), search=search, **hooks)
 
 
 def _in_turns(

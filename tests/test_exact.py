@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -11,7 +12,15 @@ from hypothesis import strategies as st
 
 from gaplanner import build_problem, find_violation, first_fit, load_problem, problem_from_arrays
 from gaplanner.errors import InputError
-from gaplanner.exact import LARGE_PART_SECONDS_PER_PAIR, ExactSettings, exact_search, searchable
+from gaplanner.exact import (
+    LARGE_PART_SECONDS_PER_PAIR,
+    ExactSettings,
+    PartsSearch,
+    RandomTargets,
+    exact_search,
+    incumbent_plan,
+    searchable,
+)
 from gaplanner.exact_dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW, Probe, RestartingProbe
 from gaplanner.exact_parts import components, make_part
 from gaplanner.solve import solve
@@ -279,3 +288,67 @@ def test_small_brute_force_agrees_with_itself() -> None:
     ):
         problem = problem_from_arrays(np.array(sizes), np.array(lower), np.array(lower) + np.array(length))
         assert _brute_force_with_pins(problem) == brute_force_peaks(problem)[0]
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=6))
+def test_random_targets_alone_close_on_the_optimum(problem) -> None:
+    """Drawn targets alone converge: on a handful of blocks each probe answers within its placements,
+    finding a plan at most its target or proving the target infeasible."""
+    best, _ = brute_force_peaks(problem)
+    portfolio = PartsSearch(problem, first_fit(problem).offsets)
+    strand = RandomTargets(problem, first_fit(problem).offsets, parts_of=portfolio, seed=0)
+    result = strand.run(time.perf_counter() + 30.0)
+    assert find_violation(problem, result.offsets, best) is None
+    assert result.closed and result.lower_bound == best
+
+
+@SETTINGS
+@given(graph_documents(max_ops=5), st.integers(0, 3))
+def test_two_threads_find_and_prove_the_optimum_of_graphs(doc, seed) -> None:
+    problem = build_problem(doc)
+    if problem.n > 6:
+        return
+    best, _ = brute_force_peaks(problem)
+    plan = exact_search(problem, ExactSettings(time_limit=30.0, threads=2, seed=seed))
+    _check(problem, plan)
+    assert plan.peak == best and plan.optimal
+
+
+def test_the_other_thread_s_plans_reach_the_plan_and_its_trace(benchmarks, monkeypatch) -> None:
+    """With the portfolio idle, every better plan comes from the random targets' thread."""
+
+    def idle(self, deadline, on_event):
+        time.sleep(0.005)
+        return True
+
+    problem = load_problem(benchmarks / "minimalloc" / "J.1048576.csv")
+    exact_search(problem, ExactSettings(time_limit=0.05, threads=1))  # loads the compiled code
+    start = int((incumbent_plan(problem) + problem.sizes).max())
+    monkeypatch.setattr(PartsSearch, "_round", idle)
+    plan = exact_search(problem, ExactSettings(time_limit=2.0, threads=2, seed=1))
+    _check(problem, plan)
+    assert plan.peak < start and plan.trace[-1].best_peak == plan.peak
+    assert plan.search is not None and plan.search.evaluations > 0  # the other thread's placements
+    assert plan.elapsed < 3.5
+
+
+def test_an_error_on_the_other_thread_is_raised(benchmarks, monkeypatch) -> None:
+    def broken(self, deadline, on_event):
+        raise RuntimeError("broken strand")
+
+    monkeypatch.setattr(RandomTargets, "_round", broken)
+    problem = load_problem(benchmarks / "minimalloc" / "J.1048576.csv")  # open: the search goes on
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="broken strand"):
+        exact_search(problem, ExactSettings(time_limit=30.0, threads=2))
+    assert time.perf_counter() - started < 10  # the portfolio stopped too
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("threads", 0), ("threads", True), ("threads", 1.5), ("seed", "1")]
+)
+def test_settings_refuse_bad_threads_and_seeds(field, value) -> None:
+    with pytest.raises(InputError) as caught:
+        ExactSettings(**{field: value})
+    assert caught.value.field == field

@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from gaplanner import Problem, find_violation, load_problem, problem_from_arrays
 from gaplanner.baselines import first_fit
 from gaplanner.errors import InputError
-from gaplanner.exact import ExactSettings, PartsSearch, exact_search
+from gaplanner.exact import ExactSettings, PartsSearch, exact_search, usable_cores
 from gaplanner.ga import GASettings, run_ga
-from gaplanner.hybrid import usable_cores
 from gaplanner.solve import solve
 from tests.oracles import brute_force_peaks
 from tests.strategies import interval_problems
