@@ -514,12 +514,20 @@ def _bound_holds_for_every_plan(problem: Problem) -> bool:
     return not any(op.inplace for op in doc.operators or [])
 
 
-def incumbent_plan(problem: Problem) -> np.ndarray:
-    """The offsets the exact search starts from: the better of first-fit's and greedy-size's plans."""
+def incumbent_plan(problem: Problem, plans: dict[str, Plan] | None = None) -> np.ndarray:
+    """The offsets the exact search's targets start from: the better of first-fit's and greedy-size's
+    plans (of ``plans``, the baselines' plans if given).
+
+    Not best-fit-coalescing's, often lower still: on a large part the targets
+    above the bound are spaced from this plan's peak, and spaced from that
+    lower one they found fewer plans (see docs/decisions.md). The exact search
+    alone keeps it aside as its best plan known instead.
+    """
     from gaplanner.baselines import first_fit, greedy_size  # the baselines import the plan module too
 
-    plans = [first_fit(problem), greedy_size(problem)]
-    return min(plans, key=lambda plan: plan.peak).offsets
+    if plans is None:
+        plans = {"first-fit": first_fit(problem), "greedy-size": greedy_size(problem)}
+    return min((plans["first-fit"], plans["greedy-size"]), key=lambda plan: plan.peak).offsets
 
 
 def warm_up() -> None:
@@ -553,8 +561,9 @@ def exact_search(
 
     The time limit counts from after the compiled code is loaded (:func:`warm_up`).
 
-    ``incumbent``: offsets of a valid plan to start from (default: the better
-    of first-fit and greedy-size). ``search``: a search begun before, to go on
+    ``incumbent``: offsets of a valid plan to start from (default: see
+    :func:`incumbent_plan`; the best baseline's plan is the best known from
+    the start). ``search``: a search begun before, to go on
     with (its probes keep their work; ``incumbent`` is offered to it). The
     plan is ``optimal`` only when its peak meets a proved bound: the problem's
     own, or one the search raised (``bound_origin`` "exact search"). Its trace
@@ -570,9 +579,14 @@ def exact_search(
     warm_up_kernels()  # the baselines' decoder, for the incumbent
     warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
-    if search is None:
-        offsets = incumbent_plan(problem) if incumbent is None else incumbent
-        search = PartsSearch(problem, offsets, started, seconds=settings.time_limit)
+    if search is None and incumbent is None:
+        from gaplanner.baselines import baseline_plans
+
+        plans = baseline_plans(problem)
+        search = PartsSearch(problem, incumbent_plan(problem, plans), started, seconds=settings.time_limit)
+        search.post(min(plans.values(), key=lambda plan: plan.peak).offsets, steer=False)
+    elif search is None:
+        search = PartsSearch(problem, incumbent, started, seconds=settings.time_limit)
     elif incumbent is not None:
         search.offer(incumbent)
     threads = settings.threads or usable_cores()

@@ -352,3 +352,19 @@ def test_settings_refuse_bad_threads_and_seeds(field, value) -> None:
     with pytest.raises(InputError) as caught:
         ExactSettings(**{field: value})
     assert caught.value.field == field
+
+
+def test_the_best_baseline_is_the_best_plan_known_from_the_start(benchmarks, monkeypatch) -> None:
+    """With the probes idle, the plan is the best baseline's, not the plan the targets start from."""
+    from gaplanner.baselines import baseline_plans
+
+    def idle(self, deadline, on_event):
+        time.sleep(0.005)
+        return True
+
+    problem = load_problem(benchmarks / "large" / "iopddl_S_1.csv")
+    best = min(plan.peak for plan in baseline_plans(problem).values())
+    assert best < int((incumbent_plan(problem) + problem.sizes).max())  # best-fit-coalescing's, lower
+    monkeypatch.setattr(PartsSearch, "_round", idle)
+    plan = solve(problem, "exact", ExactSettings(time_limit=5.0, threads=1))
+    assert plan.peak == best and find_violation(problem, plan.offsets, plan.peak) is None
