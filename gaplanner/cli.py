@@ -90,6 +90,8 @@ def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
         "exact_share": args.exact_share,
         "threads": args.threads,
     }
+    if args.threads is not None and algorithm != "exact":
+        raise InputError(f"only --algorithm exact takes threads, not {algorithm}", "--threads")
     try:
         return settings_for(algorithm, options)
     except InputError as exc:  # name the flag: "--time-limit: must be a positive number of seconds, got nan"

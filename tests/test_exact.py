@@ -273,6 +273,11 @@ def test_cli_plans_with_the_exact_search(tmp_path, capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["algorithm"] == "exact" and data["optimal"] and data["peak"] == data["lower_bound"]
     assert main(["plan", str(path), "--algorithm", "exact", "--time-limit", "nan"]) == 2
+    capsys.readouterr()
+    assert main(["plan", str(path), "--algorithm", "exact", "--threads", "2", "--time-limit", "5", "-q"]) == 0
+    assert json.loads(capsys.readouterr().out)["optimal"]
+    assert main(["plan", str(path), "--threads", "2"]) == 2  # the GA takes no threads: said, not ignored
+    assert "--threads" in capsys.readouterr().err
 
 
 def test_small_brute_force_agrees_with_itself() -> None:
