@@ -337,6 +337,7 @@ class PartsSearch:
         asked = time.perf_counter()
         self.stopped = False
         self._note(on_event)
+        self._take_posted(on_event)  # a plan posted before the run may already meet the bound
         while self.best_peak() > max(self.lo, self.kept_peak()) and time.perf_counter() < deadline:
             self._take_posted(on_event)
             if should_stop is not None and time.perf_counter() - asked >= STOP_CHECK_SECONDS:
@@ -562,8 +563,8 @@ def exact_search(
     The time limit counts from after the compiled code is loaded (:func:`warm_up`).
 
     ``incumbent``: offsets of a valid plan to start from (default: see
-    :func:`incumbent_plan`; the best baseline's plan is the best known from
-    the start). ``search``: a search begun before, to go on
+    :func:`incumbent_plan`; the best of :mod:`gaplanner.starting_plans` is
+    the best known from the start). ``search``: a search begun before, to go on
     with (its probes keep their work; ``incumbent`` is offered to it). The
     plan is ``optimal`` only when its peak meets a proved bound: the problem's
     own, or one the search raised (``bound_origin`` "exact search"). Its trace
@@ -580,9 +581,9 @@ def exact_search(
     warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
     if search is None and incumbent is None:
-        from gaplanner.baselines import baseline_plans
+        from gaplanner.starting_plans import starting_plans  # imports the plan module, as the baselines do
 
-        plans = baseline_plans(problem)
+        plans = starting_plans(problem)
         search = PartsSearch(problem, incumbent_plan(problem, plans), started, seconds=settings.time_limit)
         search.post(min(plans.values(), key=lambda plan: plan.peak).offsets, steer=False)
     elif search is None:

@@ -359,17 +359,19 @@ def test_settings_refuse_bad_threads_and_seeds(field, value) -> None:
     assert caught.value.field == field
 
 
-def test_the_best_baseline_is_the_best_plan_known_from_the_start(benchmarks, monkeypatch) -> None:
-    """With the probes idle, the plan is the best baseline's, not the plan the targets start from."""
-    from gaplanner.baselines import baseline_plans
+def test_the_best_starting_plan_is_the_best_plan_known_from_the_start(benchmarks, monkeypatch) -> None:
+    """With the probes idle, the plan is the best starting plan's (on iopddl_S the heaviest instant
+    first, at the bound), not the plan the targets start from."""
+    from gaplanner.starting_plans import starting_plans
 
     def idle(self, deadline, on_event):
         time.sleep(0.005)
         return True
 
     problem = load_problem(benchmarks / "large" / "iopddl_S_1.csv")
-    best = min(plan.peak for plan in baseline_plans(problem).values())
-    assert best < int((incumbent_plan(problem) + problem.sizes).max())  # best-fit-coalescing's, lower
+    best = min(plan.peak for plan in starting_plans(problem).values())
+    assert best < int((incumbent_plan(problem) + problem.sizes).max())
     monkeypatch.setattr(PartsSearch, "_round", idle)
     plan = solve(problem, "exact", ExactSettings(time_limit=5.0, threads=1))
-    assert plan.peak == best and find_violation(problem, plan.offsets, plan.peak) is None
+    assert plan.peak == best == problem.lower_bound and plan.stop_reason == "optimal"
+    assert find_violation(problem, plan.offsets, plan.peak) is None

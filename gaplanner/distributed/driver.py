@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from gaplanner.distributed.worker import IslandReport, IslandState, IslandWorker
-from gaplanner.ga import GASettings, StopCheck, heuristic_orders
+from gaplanner.ga import GASettings, StopCheck
 from gaplanner.problem import Problem
 
 #: A worker that dies more often than this in one phase fails the search.
@@ -23,7 +23,10 @@ def _actor_class(ray: Any) -> Any:
 
 
 class Driver:
-    """Runs one island search on Ray workers; survives dying workers."""
+    """Runs one island search on Ray workers; survives dying workers.
+
+    ``seeds``: the islands' initial orders (:func:`~gaplanner.ga.heuristic_orders`).
+    """
 
     def __init__(
         self,
@@ -32,6 +35,7 @@ class Driver:
         settings: GASettings,
         workers: int,
         should_stop: StopCheck | None,
+        seeds: list[np.ndarray],
     ) -> None:
         self.ray, self.problem, self.settings = ray, problem, settings
         self.should_stop = should_stop
@@ -42,7 +46,7 @@ class Driver:
         count = max(1, min(workers, settings.islands, cpus or workers))
         self.assignment = [list(range(w, settings.islands, count)) for w in range(count)]
         self.problem_ref = ray.put(problem)
-        self.seeds_ref = ray.put(heuristic_orders(problem))
+        self.seeds_ref = ray.put(seeds)
         self.states: dict[int, IslandState | None] = dict.fromkeys(range(settings.islands))
         self.actor_class = _actor_class(ray)
         self.actors = [self._start(w) for w in range(count)]

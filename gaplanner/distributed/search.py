@@ -20,11 +20,14 @@ from gaplanner.ga import (
     StopCheck,
     Termination,
     fit_population_to_budget,
+    heuristic_orders,
+    plan_at_bound,
     run_ga,
 )
 from gaplanner.kernels import warm_up
 from gaplanner.plan import GenerationRecord, Plan, RayStats, SearchStats, make_plan
 from gaplanner.problem import Problem
+from gaplanner.starting_plans import starting_plans
 
 
 def solve_islands(
@@ -102,8 +105,13 @@ def run_islands(
     warm_up()
     started = time.perf_counter()
     settings = fit_population_to_budget(problem, settings or GASettings())  # as run_ga does
+    plans = starting_plans(problem)
+    at_bound = plan_at_bound(problem, plans, settings, started)
+    if at_bound is not None:  # nothing for the islands to do: no Ray started
+        return at_bound
+    seeds = heuristic_orders(problem, list(plans.values()))
     with ray_session(ray_address, num_cpus=max(workers, os.cpu_count() or 1)) as ray:
-        driver = Driver(ray, problem, settings, workers, should_stop)
+        driver = Driver(ray, problem, settings, workers, should_stop, seeds)
         try:
             return _search(driver, problem, settings, started, on_progress, on_start)
         finally:

@@ -17,7 +17,7 @@ side by side with ring migration; :func:`run_ga` runs them in-process,
 
 from gaplanner.ga.budget import GENERATION, LOCAL_SEARCH, Pacing, fit_population_to_budget
 from gaplanner.ga.island import Island, heuristic_orders, make_island, make_islands, migrate
-from gaplanner.ga.loop import Exchange, ProgressCallback, generation_record, run_ga
+from gaplanner.ga.loop import Exchange, ProgressCallback, generation_record, plan_at_bound, run_ga
 from gaplanner.ga.settings import GASettings, most_scored_per_generation
 from gaplanner.ga.termination import StopCheck, Termination
 from gaplanner.plan import GenerationRecord
@@ -40,5 +40,6 @@ __all__ = [
     "make_islands",
     "migrate",
     "most_scored_per_generation",
+    "plan_at_bound",
     "run_ga",
 ]

@@ -21,25 +21,25 @@ from dataclasses import dataclass, field
 import numpy as np
 from deap import base
 
-from gaplanner.baselines import baseline_plans
 from gaplanner.fitness import PopulationFitness, Scores, shared_prefix
 from gaplanner.ga.settings import GASettings
 from gaplanner.operators import INVERSION, PEAK_MOVE, SWAP, HoleGuide, hole_moves, mutate, ordered_crossover
 from gaplanner.plan import Plan
 from gaplanner.problem import Problem
+from gaplanner.starting_plans import starting_plans
 
 
 def heuristic_orders(problem: Problem, plans: list[Plan] | None = None) -> list[np.ndarray]:
-    """Several initial orders: the baselines' plans and simple block keys.
+    """Several initial orders: the starting plans (:mod:`gaplanner.starting_plans`) and simple block keys.
 
     First-fit decoding of a plan's blocks sorted by address never places a block
-    higher than the plan did, so the search starts no worse than any baseline.
+    higher than the plan did, so the search starts no worse than any of them.
     """
     index = np.arange(problem.n)
     duration = problem.upper - problem.lower
     degree = problem.conflicts.degrees()
-    plans = plans if plans is not None else list(baseline_plans(problem).values())
-    orders = [address_order(problem, plan.offsets) for plan in plans]  # every baseline's plan
+    plans = plans if plans is not None else list(starting_plans(problem).values())
+    orders = [address_order(problem, plan.offsets) for plan in plans]  # every starting plan
     keys = [
         (-problem.sizes, problem.lower),  # size, largest first
         (-problem.sizes * duration, problem.lower),  # area

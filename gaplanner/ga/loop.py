@@ -8,7 +8,6 @@ from typing import Protocol
 
 import numpy as np
 
-from gaplanner.baselines import baseline_plans
 from gaplanner.ga.budget import (
     Pacing,
     first_generation_seconds,
@@ -22,6 +21,7 @@ from gaplanner.ga.termination import StopCheck, Termination
 from gaplanner.kernels import warm_up
 from gaplanner.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.problem import Problem
+from gaplanner.starting_plans import starting_plans
 
 #: Called with every generation's record as the search goes.
 ProgressCallback = Callable[[GenerationRecord], None]
@@ -47,16 +47,20 @@ def run_ga(
     """Search allocation orders; return the best verified plan with its convergence trace.
 
     The time limit counts from after :func:`~gaplanner.kernels.warm_up`: it is the search's budget.
-    ``seed_offsets``: plans (offsets per block) the population starts from, beside the baselines'.
+    ``seed_offsets``: plans (offsets per block) the population starts from, beside the starting plans'
+    (:mod:`gaplanner.starting_plans`).
     ``exchange``: a search beside this one; each plan it gives back replaces an island's worst.
     """
     warm_up()
     started = time.perf_counter()
-    plans = baseline_plans(problem)
+    plans = starting_plans(problem)
     decode_seconds = plans["first-fit"].decode_seconds
     settings = fit_population_to_budget(problem, settings or GASettings(), decode_seconds)
+    at_bound = plan_at_bound(problem, plans, settings, started)
+    if at_bound is not None:
+        return at_bound
     if first_generation_too_costly(settings, decode_seconds, started):
-        return _best_baseline(problem, list(plans.values()), settings, started)
+        return _kept(problem, plans, settings, started, "time limit: no generation fits the budget")
     termination = Termination(settings, problem.lower_bound, should_stop, started)
     building = time.perf_counter()
     seeds = [address_order(problem, offsets) for offsets in seed_offsets]
@@ -113,14 +117,30 @@ def generation_record(islands: list[Island], generation: int, started: float) ->
     )
 
 
-def _best_baseline(problem: Problem, plans: list[Plan], settings: GASettings, started: float) -> Plan:
-    """When not even the first generation fits the time limit: the best baseline's plan, as the GA's."""
-    best = min(plans, key=lambda plan: plan.peak)
+def plan_at_bound(
+    problem: Problem, plans: dict[str, Plan], settings: GASettings, started: float
+) -> Plan | None:
+    """The best starting plan as the GA's when it meets the lower bound already (nothing is left to
+    search for), else None."""
+    if min(plan.peak for plan in plans.values()) > problem.lower_bound:
+        return None
+    return _kept(problem, plans, settings, started, "lower bound reached")
+
+
+def _kept(
+    problem: Problem, plans: dict[str, Plan], settings: GASettings, started: float, reason: str
+) -> Plan:
+    """A starting plan as the GA's, when the GA has nothing to add: it is at the lower bound, or not
+    even the first generation fits the time limit. Its trace is that one plan, as generation 0, after
+    the starting plans' decodes."""
+    best, decodes = min(plans.values(), key=lambda plan: plan.peak), len(plans)
+    start = GenerationRecord(0, best.peak, float(best.peak), decodes, time.perf_counter() - started)
     return make_plan(
         problem,
         best.offsets,
         "ga",
         started,
-        stop_reason=f"time limit: no generation fits the budget; {best.algorithm}'s plan kept",
-        search=SearchStats(0, 0, settings.seed, settings.population),
+        stop_reason=f"{reason}; {best.algorithm}'s plan kept",
+        trace=[start],
+        search=SearchStats(0, decodes, settings.seed, settings.population),
     )
