@@ -293,4 +293,5 @@ def _side_by_side(
         raise
     finally:
         numba.set_num_threads(threads)
+    exact.trade(ga_plan.offsets)  # the GA may have ended before its first trade (a plan at the bound)
     return [ga_plan, exact.join(trace, requests, settings.seed)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -45,6 +47,23 @@ def test_the_ga_returns_a_starting_plan_at_the_bound_without_a_generation() -> N
     assert plan.peak == 8 and plan.optimal
     assert plan.stop_reason == "lower bound reached; heaviest-instant-first's plan kept"
     assert plan.search is not None and plan.search.generations == 0
+
+
+def test_beside_the_exact_search_a_starting_plan_at_the_bound_ends_both(monkeypatch) -> None:
+    """The default ga, GA and exact probes side by side: the GA ends at once with the heaviest instant's
+    plan, and the probes (made idle here, so only that plan can close them) end with it."""
+    from gaplanner.exact import PartsSearch, usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("side by side needs two cores")
+
+    def idle(self, deadline, on_event):
+        time.sleep(0.005)
+        return True
+
+    monkeypatch.setattr(PartsSearch, "_round", idle)
+    plan = solve(_small(), "ga", GASettings(time_limit=30.0))
+    assert plan.peak == 8 and plan.optimal and plan.elapsed < 10.0
 
 
 def test_the_islands_start_no_ray_when_a_starting_plan_meets_the_bound() -> None:
