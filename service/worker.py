@@ -123,17 +123,33 @@ def _plan(
     return answer.plan, answer.to_dict()
 
 
+def job_settings(algorithm: str, options: dict[str, Any]) -> Any:
+    """The algorithm's settings from a job's options. The exact search takes this worker's share of
+    the cores (its numba threads, see :class:`service.config.ServiceSettings`), not every core: the
+    other workers' jobs run beside it."""
+    from dataclasses import replace
+
+    import numba
+
+    from gaplanner.solve import settings_for
+
+    settings = settings_for(algorithm, options)
+    if algorithm == "exact":
+        settings = replace(settings, threads=numba.get_num_threads())
+    return settings
+
+
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Plan (or compare on) one input; what the store keeps of the result."""
     from gaplanner.io import load_problem
-    from gaplanner.solve import compare, settings_for
+    from gaplanner.solve import compare
     from service.inputs import rules_from_options
 
     if _progress is not None and slot is not None:  # which process runs the job, should one die
         _progress.put((job_id, {"pid": os.getpid()}))
     problem = load_problem(graph, rules=rules_from_options(options))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
-    settings = settings_for(algorithm, options)
+    settings = job_settings(algorithm, options)
     reporter = _Reporter(job_id, slot)
     hooks = {"on_progress": reporter.on_progress, "should_stop": reporter.should_stop}
     if kind == "compare":

@@ -119,6 +119,21 @@ def test_plan_job_answers_202_then_a_verified_plan(client: TestClient) -> None:
     assert [r["best_peak"] for r in trace["records"]][-1] == plan["peak"]
 
 
+def test_an_exact_job_takes_its_workers_share_of_the_cores() -> None:
+    """A worker process runs with cores / workers numba threads; its exact search takes as many."""
+    import numba
+
+    from service.worker import job_settings
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        assert job_settings("exact", {"time_limit": 2.0, "population": 8}).threads == 1
+    finally:
+        numba.set_num_threads(before)
+    assert job_settings("ga", {"time_limit": 2.0}).time_limit == 2.0
+
+
 @pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if a != "ga"])
 def test_baselines_and_random_search_are_served_too(client: TestClient, algorithm: str) -> None:
     job = finish(client, submit(client, SEED000, algorithm=algorithm))
