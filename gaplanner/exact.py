@@ -531,6 +531,17 @@ def incumbent_plan(problem: Problem, plans: dict[str, Plan] | None = None) -> np
     return min((plans["first-fit"], plans["greedy-size"]), key=lambda plan: plan.peak).offsets
 
 
+def start_search(problem: Problem, started: float, seconds: float | None) -> PartsSearch:
+    """A search whose targets start from :func:`incumbent_plan`, holding the best starting plan
+    (:mod:`gaplanner.starting_plans`) aside as the best known: one at the bound ends it at once."""
+    from gaplanner.starting_plans import starting_plans  # imports the plan module, as the baselines do
+
+    plans = starting_plans(problem)
+    search = PartsSearch(problem, incumbent_plan(problem, plans), started, seconds=seconds)
+    search.post(min(plans.values(), key=lambda plan: plan.peak).offsets, steer=False)
+    return search
+
+
 def warm_up() -> None:
     """Load (or compile) the search with a two-block problem."""
     from gaplanner.kernels import prepare
@@ -581,11 +592,7 @@ def exact_search(
     warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
     if search is None and incumbent is None:
-        from gaplanner.starting_plans import starting_plans  # imports the plan module, as the baselines do
-
-        plans = starting_plans(problem)
-        search = PartsSearch(problem, incumbent_plan(problem, plans), started, seconds=settings.time_limit)
-        search.post(min(plans.values(), key=lambda plan: plan.peak).offsets, steer=False)
+        search = start_search(problem, started, settings.time_limit)
     elif search is None:
         search = PartsSearch(problem, incumbent, started, seconds=settings.time_limit)
     elif incumbent is not None:

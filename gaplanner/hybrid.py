@@ -41,9 +41,9 @@ from gaplanner.exact import (
     SearchResult,
     event_record,
     exact_search,
-    incumbent_plan,
     search_plan,
     searchable,
+    start_search,
     usable_cores,
 )  # fmt: skip
 from gaplanner.exact import warm_up as warm_up_exact
@@ -131,7 +131,7 @@ def ga_with_exact(
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    search = PartsSearch(problem, incumbent_plan(problem), started, seconds=settings.time_limit)
+    search = start_search(problem, started, settings.time_limit)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
         plans = _side_by_side(problem, settings, run_ga, search, trace, requests)

@@ -49,20 +49,35 @@ def test_the_ga_returns_a_starting_plan_at_the_bound_without_a_generation() -> N
     assert plan.search is not None and plan.search.generations == 0
 
 
-def test_beside_the_exact_search_a_starting_plan_at_the_bound_ends_both(monkeypatch) -> None:
+def _idle(self, deadline, on_event):
+    time.sleep(0.005)
+    return True
+
+
+def test_beside_the_exact_search_the_gas_plan_at_the_bound_ends_both(monkeypatch) -> None:
     """The default ga, GA and exact probes side by side: the GA ends at once with the heaviest instant's
-    plan, and the probes (made idle here, so only that plan can close them) end with it."""
-    from gaplanner.exact import PartsSearch, usable_cores
+    plan, which it gives the probes as it ends; they hold no plan of their own at the bound here
+    (idle, started from first-fit's and greedy-size's plans alone), so only that ends them."""
+    from gaplanner import hybrid
+    from gaplanner.exact import PartsSearch, incumbent_plan, usable_cores
 
     if usable_cores() < 2:
         pytest.skip("side by side needs two cores")
 
-    def idle(self, deadline, on_event):
-        time.sleep(0.005)
-        return True
+    def without_starting_plans(problem, started, seconds):
+        return PartsSearch(problem, incumbent_plan(problem), started, seconds=seconds)
 
-    monkeypatch.setattr(PartsSearch, "_round", idle)
+    monkeypatch.setattr(PartsSearch, "_round", _idle)
+    monkeypatch.setattr(hybrid, "start_search", without_starting_plans)
     plan = solve(_small(), "ga", GASettings(time_limit=30.0))
+    assert plan.peak == 8 and plan.optimal and plan.elapsed < 10.0
+
+
+def test_in_turns_the_exact_turn_ends_at_once_on_a_starting_plan_at_the_bound(monkeypatch) -> None:
+    from gaplanner.exact import PartsSearch
+
+    monkeypatch.setattr(PartsSearch, "_round", _idle)
+    plan = solve(_small(), "ga", GASettings(time_limit=30.0, exact_share=0.5))
     assert plan.peak == 8 and plan.optimal and plan.elapsed < 10.0
 
 
