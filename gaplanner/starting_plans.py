@@ -48,6 +48,7 @@ def heaviest_instant_order(problem: Problem) -> np.ndarray:
 
 
 def heaviest_instant_first(problem: Problem) -> Plan:
+    """The verified plan of :func:`heaviest_instant_order`, decoded by first-fit."""
     started = time.perf_counter()
     offsets = decode(problem, heaviest_instant_order(problem))
     return make_plan(problem, offsets, HEAVIEST_INSTANT_FIRST, started)
