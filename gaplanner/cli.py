@@ -155,7 +155,7 @@ def _pool(args: argparse.Namespace) -> Pool | None:
 
 def _schedule_line(path: str, entry: int) -> int:
     """The line number of a schedule file's ``entry``-th operator (comments and blank lines skipped)."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     numbered = [k + 1 for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
     return numbered[entry]
 
@@ -163,7 +163,7 @@ def _schedule_line(path: str, entry: int) -> int:
 def _read_schedule(path: str) -> list[str]:
     """A schedule file: one ``MODEL/operator`` per line (blank lines and ``#`` comments skipped)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(
             f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", "--schedule"

@@ -46,9 +46,14 @@ def _resolve(source: str | Path) -> Path:
     return path
 
 
+def without_bom(text: str) -> str:
+    """``text`` without a leading UTF-8 byte-order mark (spreadsheets write one before a CSV's header)."""
+    return text.removeprefix("\ufeff")
+
+
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
+    try:  # utf-8-sig: a byte-order mark would otherwise become part of the first column's name
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start})", "input") from None
 
@@ -140,7 +145,7 @@ def _offset_column(rows: list[dict[str, str]], header: list[str]) -> np.ndarray 
 
 def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
     """A problem from MiniMalloc CSV text, or omnimalloc's (times may be vector clocks ``a:b:c``)."""
-    header, rows = _csv_rows(text.splitlines(), name)
+    header, rows = _csv_rows(without_bom(text).splitlines(), name)
     if {"lower", "upper", "size"} <= set(header) and any(":" in (r["lower"] or "") for r in rows):
         return _clock_problem(rows, header, name)
     if {"lower", "upper"} <= set(header):
@@ -159,6 +164,7 @@ def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
 def problem_from_text(filename: str, text: str, rules: Rules | None = None) -> Problem:
     """A problem from a file's name and text (MiniMalloc CSV if the name ends in .csv, else JSON)."""
     name = filename.rsplit(".", 1)[0]
+    text = without_bom(text)
     if filename.lower().endswith(".csv"):
         return problem_from_csv_text(text, name)
     try:
@@ -299,7 +305,7 @@ def read_memories(problem: Problem, source: str | Path) -> dict[str, str]:
     """Each block's or tensor's memory from a plan file across memories (a ``memory`` per row)."""
     path = _resolve(source)
     if path.suffix.lower() == ".csv":
-        header, rows = _csv_rows(path.read_text(encoding="utf-8").splitlines(), path.name)
+        header, rows = _csv_rows(_read_text(path).splitlines(), path.name)
         if "memory" not in header:
             raise InputError("a plan across memories needs a memory column", "plan")
         return {row["id"]: row["memory"] for row in rows}

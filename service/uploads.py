@@ -39,7 +39,7 @@ def _load(filename: str, body: bytes, suffix: str) -> Problem:
             path.write_bytes(body)
             return load_problem(path)
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{filename} is not UTF-8 text (byte {exc.start})", "input") from None
     return load_problem((filename, text))

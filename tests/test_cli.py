@@ -216,3 +216,34 @@ def test_a_file_that_cannot_be_read_is_one_clear_line(capsys, tmp_path: Path, na
     # The same for a plan file handed to verify.
     code, out, err = run(capsys, "verify", "example:seed000_queue", str(tmp_path / name))
     assert code == 2 and err.count("\n") == 1 and expected in err
+
+
+#: The same MiniMalloc CSV as a spreadsheet on Windows saves it: a byte-order mark, CRLF line ends, or both.
+CSV_ENCODINGS = {
+    "bom": b"\xef\xbb\xbfid,lower,upper,size\nalpha,0,2,10\nbeta,1,3,20\n",
+    "crlf": b"id,lower,upper,size\r\nalpha,0,2,10\r\nbeta,1,3,20\r\n",
+    "bom_crlf": b"\xef\xbb\xbfid,lower,upper,size\r\nalpha,0,2,10\r\nbeta,1,3,20\r\n",
+}
+
+
+@pytest.mark.parametrize("encoding", sorted(CSV_ENCODINGS))
+def test_a_csv_keeps_its_ids_with_a_bom_or_crlf(capsys, tmp_path: Path, encoding: str) -> None:
+    path = tmp_path / "two.csv"
+    path.write_bytes(CSV_ENCODINGS[encoding])
+    result = subprocess.run(
+        [sys.executable, "-m", "gaplanner.cli", "plan", str(path), "--algorithm", "first-fit"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert [(b["id"], b["size"]) for b in plan["blocks"]] == [("alpha", 10), ("beta", 20)]
+    code, out, _ = run(capsys, "convert", str(path), "--to", "minimalloc")
+    assert code == 0
+    assert out.splitlines() == ["id,lower,upper,size", "alpha,0,2,10", "beta,1,3,20"]
+    plan_file = tmp_path / "plan.csv"
+    plan_file.write_bytes(CSV_ENCODINGS[encoding].replace(b"size", b"size,offset").replace(b"10", b"10,0"))
+    plan_file.write_bytes(plan_file.read_bytes().replace(b"20", b"20,10"))
+    code, out, err = run(capsys, "verify", str(path), str(plan_file))
+    assert code == 0 and out.startswith("valid"), err

@@ -177,3 +177,26 @@ def test_the_page_is_served_at_the_root(client: TestClient) -> None:
     assert 'id="drop"' in page and "/v1/inputs" in page and "/v1/plans" in page
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing from outside
     assert "https://" not in page
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xef\xbb\xbfid,lower,upper,size\na,0,2,100\nb,1,3,200\n",
+        b"id,lower,upper,size\r\na,0,2,100\r\nb,1,3,200\r\n",
+        b"\xef\xbb\xbfid,lower,upper,size\r\na,0,2,100\r\nb,1,3,200\r\n",
+    ],
+    ids=["bom", "crlf", "bom_crlf"],
+)
+def test_a_csv_keeps_its_ids_with_a_bom_or_crlf(client: TestClient, body: bytes) -> None:
+    response = upload(client, "two.csv", body)
+    assert response.status_code == 200, response.text
+    buffers = response.json()["graph"]["buffers"]
+    assert [(b["id"], b["size"]) for b in buffers] == [("a", 100), ("b", 200)]
+
+
+def test_a_json_upload_with_a_bom(client: TestClient) -> None:
+    doc = buffers_document(5, seed=3)
+    response = upload(client, "bom.json", b"\xef\xbb\xbf" + json.dumps(doc).encode())
+    assert response.status_code == 200, response.text
+    assert response.json()["graph"] == doc
