@@ -152,6 +152,11 @@ def _successors(
     for t, w in enumerate(writer):
         if w >= 0:
             succ[w].update(r for r in readers[t] if r != w)  # a workspace: written and read by one
+    for k, op in enumerate(ops):
+        for m, before in enumerate(op.after):
+            if before not in op_index:
+                raise InputError(f"unknown operator id {before!r}", f"operators[{k}].after[{m}]")
+            succ[op_index[before]].add(k)
     for i, edge in enumerate(doc.sync):
         for end in ("before", "after"):
             if getattr(edge, end) not in op_index:

@@ -125,6 +125,11 @@ class Operator(_Strict):
     device: Identifier | None = Field(
         None, description="The compute unit that runs it (an id from the document's 'devices')."
     )
+    after: list[Identifier] = Field(
+        default_factory=list,
+        description="Operators that must finish before this one starts, beside its data inputs "
+        "(side effects, in-place mutation of a buffer, I/O): kept when the order is searched.",
+    )
 
 
 class SyncEdge(_Strict):

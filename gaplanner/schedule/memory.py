@@ -1,0 +1,205 @@
+"""An order's bound, fast: the live bytes at each operator when the operators run in that order.
+
+The project's conventions (those of :mod:`gaplanner.graph` and :mod:`gaplanner.storage`):
+a block lives from its first write to its last access, inclusive; a view shares
+its input's block; a graph input lives from the first operator; a kept model
+output lives to the end (one position past the last operator, where the caller
+reads it); a workspace lives at its operator only. An in-place chance (an
+output written over an input that dies at that operator in this order) saves
+the output's bytes at that operator, as :func:`gaplanner.storage.relaxed_bound`
+counts it: the bound is then valid whichever legal chances a plan takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from gaplanner.graph import analyse_graph
+from gaplanner.rules import Rules
+from gaplanner.schema import Document
+from gaplanner.storage import group_tensors
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The storage blocks of a graph, their accesses by operator (document index) and in-place chances.
+
+    ``acc_ptr``/``acc_op``: block ``b`` is written or read by operators
+    ``acc_op[acc_ptr[b]:acc_ptr[b+1]]``. ``from_start``: a graph input's block,
+    live from the first operator; ``kept``: live to the end. In-place chance
+    ``c`` saves ``ip_size[c]`` at operator ``ip_op[c]`` when one of its hosts
+    ``ip_host[ip_ptr[c]:ip_ptr[c+1]]`` has no access after that operator.
+    """
+
+    n_ops: int
+    sizes: np.ndarray
+    acc_ptr: np.ndarray
+    acc_op: np.ndarray
+    from_start: np.ndarray
+    kept: np.ndarray
+    ip_op: np.ndarray
+    ip_size: np.ndarray
+    ip_ptr: np.ndarray
+    ip_host: np.ndarray
+    pinned_top: int
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def kept_bytes(self) -> int:
+        """The live bytes after the last operator, the same in every order."""
+        return int(self.sizes[self.kept].sum())
+
+
+def build_blocks(doc: Document, rules: Rules | None = None) -> Blocks:
+    """The blocks of a graph document under ``rules``, views joined and no in-place chance taken."""
+    rules = rules or Rules()
+    tensors = analyse_graph(doc, keep_outputs=rules.keep_outputs)
+    storage = group_tensors(
+        tensors, Rules(keep_outputs=rules.keep_outputs, views=rules.views, inplace="never")
+    )
+    n = tensors.n_ops
+    op_index = {op.id: k for k, op in enumerate(doc.operators or [])}
+    doc_of_position = np.array([op_index[i] for i in tensors.operator_ids], np.int64)
+    kept = np.array([a[-1] == n for a in storage.accesses], bool)
+    inside = [a[a < n] for a in storage.accesses]
+    acc_ptr = np.concatenate([[0], np.cumsum([len(a) for a in inside])]).astype(np.int64)
+    acc_op = doc_of_position[np.concatenate(inside)] if inside else np.zeros(0, np.int64)
+    chances = _inplace_chances(tensors, storage, rules) if rules.inplace != "never" else []
+    ip_ptr = np.concatenate([[0], np.cumsum([len(h) for _, _, h in chances])]).astype(np.int64)
+    pinned = storage.pinned >= 0
+    return Blocks(
+        n_ops=n,
+        sizes=storage.sizes.astype(np.int64),
+        acc_ptr=acc_ptr,
+        acc_op=acc_op.astype(np.int64),
+        from_start=storage.writer < 0,
+        kept=kept,
+        ip_op=np.array([doc_of_position[p] for p, _, _ in chances], np.int64),
+        ip_size=np.array([s for _, s, _ in chances], np.int64),
+        ip_ptr=ip_ptr,
+        ip_host=np.array([b for _, _, h in chances for b in h], np.int64),
+        pinned_top=int(np.where(pinned, storage.pinned + storage.sizes, 0).max(initial=0)),
+    )
+
+
+def _inplace_chances(tensors, storage, rules: Rules) -> list[tuple[int, int, list[int]]]:  # type: ignore[no-untyped-def]
+    """(position, bytes saved, host blocks) of each in-place chance that some order could make legal.
+
+    The order-free parts of :func:`gaplanner.storage._inplace_is_legal`: the
+    host is another, unpinned block not written by this operator, no larger
+    output, memories both can reach; the output's block starts at the operator.
+    Whether the host dies there depends on the order.
+    """
+    block_of = storage.block_of
+    chances = []
+    for out, candidates, at in tensors.inplace:
+        ob = int(block_of[out])
+        if storage.pinned[ob] >= 0 or storage.writer[ob] != at or storage.roots[ob] != out:
+            continue
+        hosts = []
+        for cand in candidates:
+            hb = int(block_of[cand])
+            written_here = bool(np.any(tensors.writer[block_of == hb] == at))
+            reach_a, reach_b = _reach(storage, hb), _reach(storage, ob)
+            disjoint = reach_a is not None and reach_b is not None and not (reach_a & reach_b)
+            if hb == ob or storage.pinned[hb] >= 0 or written_here or disjoint:
+                continue
+            if storage.sizes[ob] > tensors.sizes[cand]:
+                continue
+            hosts.append(hb)
+        if hosts:
+            chances.append((at, int(storage.sizes[ob]), hosts))
+    return chances
+
+
+def _reach(storage, b: int):  # type: ignore[no-untyped-def]
+    return storage.reach[b] if storage.reach else None
+
+
+@nb.njit(cache=True, nogil=True)
+def _live_bytes(
+    pos: np.ndarray,
+    n: int,
+    sizes: np.ndarray,
+    acc_ptr: np.ndarray,
+    acc_op: np.ndarray,
+    from_start: np.ndarray,
+    kept: np.ndarray,
+    ip_op: np.ndarray,
+    ip_size: np.ndarray,
+    ip_ptr: np.ndarray,
+    ip_host: np.ndarray,
+    load: np.ndarray,
+    last: np.ndarray,
+) -> None:
+    """``load[p]``: bytes live at position ``p`` (``n``: after the last operator), less in-place savings."""
+    diff = load
+    diff[:] = 0
+    for b in range(len(sizes)):
+        lo, hi = n, -1
+        for e in range(acc_ptr[b], acc_ptr[b + 1]):
+            p = pos[acc_op[e]]
+            lo = min(lo, p)
+            hi = max(hi, p)
+        if from_start[b]:
+            lo = 0
+        if kept[b]:
+            hi = n
+        last[b] = hi
+        diff[lo] += sizes[b]
+        if hi + 1 <= n:
+            diff[hi + 1] -= sizes[b]
+    for c in range(len(ip_op)):
+        p = pos[ip_op[c]]
+        for e in range(ip_ptr[c], ip_ptr[c + 1]):
+            if last[ip_host[e]] == p:
+                diff[p] -= ip_size[c]
+                if p + 1 <= n:
+                    diff[p + 1] += ip_size[c]
+                break
+    running = 0
+    for p in range(n + 1):
+        running += diff[p]
+        diff[p] = running
+
+
+@nb.njit(cache=True, nogil=True)
+def _peak_and_count(load: np.ndarray) -> tuple[int, int]:
+    peak = load[0]
+    count = 0
+    for p in range(len(load)):
+        if load[p] > peak:
+            peak, count = load[p], 1
+        elif load[p] == peak:
+            count += 1
+    return peak, count
+
+
+class LoadModel:
+    """Scores orders against one document's blocks, reusing its work arrays (not thread-safe)."""
+
+    def __init__(self, blocks: Blocks) -> None:
+        self.blocks = blocks
+        self.load = np.zeros(blocks.n_ops + 1, np.int64)
+        self.last = np.zeros(blocks.n_blocks, np.int64)
+        self.pos = np.zeros(blocks.n_ops, np.int64)
+
+    def args(self) -> tuple:  # type: ignore[type-arg]
+        b = self.blocks
+        return (b.sizes, b.acc_ptr, b.acc_op, b.from_start, b.kept, b.ip_op, b.ip_size, b.ip_ptr, b.ip_host)
+
+    def profile(self, order: np.ndarray) -> np.ndarray:
+        """Live bytes at each position of ``order`` (operator indices), and after the last one."""
+        self.pos[order] = np.arange(len(order))
+        _live_bytes(self.pos, self.blocks.n_ops, *self.args(), self.load, self.last)
+        return self.load.copy()
+
+    def peak(self, order: np.ndarray) -> int:
+        """The order's bound: the most bytes live at once (in-place savings counted as possible)."""
+        return max(int(self.profile(order).max()), self.blocks.pinned_top)

@@ -1,0 +1,48 @@
+"""The order-free bound never exceeds the best order, found by trying every order."""
+
+from __future__ import annotations
+
+from hypothesis import given
+
+from gaplanner.rules import Rules
+from gaplanner.schedule.bounds import surely_live
+from gaplanner.schedule.dag import build_dag, topological_order
+from gaplanner.schedule.memory import build_blocks
+from tests.schedule.graphs import graph_documents
+from tests.schedule.oracle import best_order_bound
+from tests.strategies import SETTINGS
+
+
+@SETTINGS
+@given(graph_documents(max_ops=8))
+def test_order_free_bound_is_below_every_order(doc) -> None:
+    dag = build_dag(doc)
+    bound = surely_live(dag, build_blocks(doc), topological_order(dag)).bound
+    assert bound <= best_order_bound(doc)
+
+
+@SETTINGS
+@given(graph_documents(max_ops=7))
+def test_order_free_bound_without_inplace(doc) -> None:
+    rules = Rules(inplace="never")
+    dag = build_dag(doc)
+    bound = surely_live(dag, build_blocks(doc, rules), topological_order(dag)).bound
+    assert bound <= best_order_bound(doc, rules)
+
+
+def test_a_chain_bound_is_exact() -> None:
+    """In a chain every operator is a cut: the bound is the one order's bound."""
+    from gaplanner.schema import parse_document
+
+    doc = parse_document(
+        {
+            "tensors": [{"id": t, "size": s} for t, s in [("x", 4), ("a", 3), ("b", 5)]],
+            "operators": [
+                {"id": "f", "inputs": ["x"], "outputs": ["a"]},
+                {"id": "g", "inputs": ["a"], "outputs": ["b"]},
+            ],
+        }
+    )
+    dag = build_dag(doc)
+    live = surely_live(dag, build_blocks(doc), topological_order(dag))
+    assert live.bound == 8 and live.cut.all()
