@@ -26,6 +26,15 @@ touched.
   in-place variant writing its first input (``relu`` and ``relu_``, ``add``
   and ``add_``) may write its output over that input when both have the same
   shape and dtype; the planner decides whether to.
+- Mutation order (``after``): an operator that writes an input in place
+  (``add_``, ``copy_``, a buffer's update, an optimizer-style step) keeps its
+  place among the operators on the same bytes, planned or a weight's: it runs
+  after those before it in the program and before those after it. An
+  operator that writes only a weight is kept for that, with no tensors.
+- Training programs: a joint forward + backward program
+  (``torch.export.experimental._export_forward_backward``) imports the same
+  way; its outputs are the loss, the parameters' gradients and the buffers'
+  new values, all kept until the program ends.
 - Symbolic sizes: a dimension exported as dynamic is planned at its upper
   bound (``torch.export.Dim(..., max=N)``); one without an upper bound makes
   the import fail with one line naming the tensor.
@@ -114,8 +123,10 @@ class _Importer:
         self.bytes: dict[str, int] = {}
         self.root: dict[str, str] = {}  # tensor id -> the tensor whose bytes it shares (itself if none)
         self.names: dict[tuple[Any, tuple[int, ...]], str] = {}  # (node, index path) -> tensor id
-        self.weights: set[tuple[Any, tuple[int, ...]]] = set()  # values sharing a weight's bytes
+        #: values sharing a weight's (parameter's, buffer's, constant's) bytes -> that weight's name
+        self.weights: dict[tuple[Any, tuple[int, ...]], str] = {}
         self.operators: list[dict[str, Any]] = []
+        self.mutations = _MutationOrder()
 
     def document(self, name: str | None, alignment: int) -> Document:
         signature = self.program.graph_signature
@@ -126,7 +137,9 @@ class _Importer:
                 if node.name in user_inputs:
                     inputs += self._add_values(node, "the input")
                 else:
-                    self.weights.update((node, path) for path, _ in _tensor_leaves(self.torch, node))
+                    self.weights.update(
+                        ((node, path), node.name) for path, _ in _tensor_leaves(self.torch, node)
+                    )
             elif node.op == "call_function" and node.target is not operator.getitem:
                 self._add_operator(node)
         outputs = self._outputs()
@@ -196,7 +209,7 @@ class _Importer:
             source = aliases.get(path, aliases.get(path[:1]))
             host_key = None if source is None else _resolve(source, ())
             if host_key in self.weights:
-                self.weights.add((node, path))
+                self.weights[(node, path)] = self.weights[host_key]
             elif host_key in self.names:
                 host = self.names[host_key]
                 tid = ".".join([node.name, *map(str, path)])
@@ -206,14 +219,44 @@ class _Importer:
             elif tid := self._add(node, path, value, f"the output of {node.name!r},"):
                 outputs.append(tid)
         reads = list(dict.fromkeys(reads))
-        if not reads and not outputs:
+        written = self._storages(self._written_arguments(node))
+        if not reads and not outputs and not written:
             return
         op: dict[str, Any] = {"id": node.name, "inputs": reads, "outputs": outputs, "core": 0}
         if views:
             op["views"] = views
+        touched = self._storages(self.torch.utils._pytree.tree_leaves((node.args, node.kwargs)))
+        producers = {key[0].name for arg in node.all_input_nodes if (key := _resolve(arg, ())) in self.names}
+        if after := [k for k in self.mutations.visit(node.name, touched, written) if k not in producers]:
+            op["after"] = after
         if chances := self._inplace_chances(node, reads, outputs, views):
             op["inplace"] = chances
         self.operators.append(op)
+
+    def _storages(self, values: list[Any]) -> set[str]:
+        """The bytes the argument nodes among ``values`` lie in: a planned tensor's root or a weight."""
+        found = set()
+        for value in values:
+            if not isinstance(value, self.torch.fx.Node):
+                continue
+            key = _resolve(value, ())
+            if key in self.names:
+                found.add("tensor " + self.root[self.names[key]])
+            elif key in self.weights:
+                found.add("weight " + self.weights[key])
+        return found
+
+    def _written_arguments(self, node: Any) -> list[Any]:
+        """The arguments the operator writes in place (``Tensor(a!)`` in its schema)."""
+        schema = getattr(node.target, "_schema", None)
+        if schema is None:
+            return []
+        written = []
+        for k, argument in enumerate(schema.arguments):
+            if argument.alias_info is not None and argument.alias_info.is_write:
+                value = node.args[k] if k < len(node.args) else node.kwargs.get(argument.name)
+                written += self.torch.utils._pytree.tree_leaves(value)
+        return written
 
     def _aliased_arguments(self, node: Any) -> dict[tuple[int, ...], Any]:
         """Per return (``()`` for a single one, else ``(k,)``), the argument node whose bytes it returns.
@@ -321,6 +364,34 @@ class _Importer:
             (d - 1) * s for d, s in zip(shape, strides, strict=True)
         )
         return (last + 1) * value.element_size()
+
+
+class _MutationOrder:
+    """The order an in-place write keeps with the other operators on the same bytes.
+
+    A write runs after every operator that touched those bytes before it in the
+    program (they read the old value), and every later operator touching them
+    runs after it (it reads the new value). Writes to weights (a mutated buffer,
+    an optimizer-style update) count, though weights are not planned.
+    """
+
+    def __init__(self) -> None:
+        self.last_write: dict[str, str] = {}
+        self.readers: dict[str, list[str]] = {}
+
+    def visit(self, op: str, touched: set[str], written: set[str]) -> list[str]:
+        """The operators ``op`` must run after, for its place among the writes; records ``op``."""
+        before: list[str] = []
+        for storage in sorted(touched - written):
+            if storage in self.last_write:
+                before.append(self.last_write[storage])
+            self.readers.setdefault(storage, []).append(op)
+        for storage in sorted(written):
+            before += self.readers.get(storage, [])
+            if storage in self.last_write:
+                before.append(self.last_write[storage])
+            self.last_write[storage], self.readers[storage] = op, []
+        return [k for k in dict.fromkeys(before) if k != op]
 
 
 def _resolve(node: Any, path: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:

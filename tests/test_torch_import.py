@@ -219,3 +219,58 @@ def test_plan_reads_a_saved_program_as_it_reads_its_import(tmp_path, capsys):
     assert main(["plan", str(tmp_path / "junk.pt2")]) == 2
     err = capsys.readouterr().err.strip()
     assert "junk.pt2 is not a saved ExportedProgram" in err and len(err.splitlines()) == 1
+
+
+class Mutating(torch.nn.Module):
+    """An in-place write over a tensor read before it, and a buffer updated then read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("total", torch.zeros(8))
+
+    def forward(self, x):
+        y = x * 2
+        t = y.sum(0)
+        y.add_(1)
+        z = y * 3
+        self.total.add_(t)
+        return z + self.total
+
+
+def test_in_place_writes_keep_their_order_with_after_edges():
+    ops = operators(from_exported_program(export(Mutating(), torch.randn(4, 8))))
+    assert ops["add_"].after == ["sum_1"]  # the sum reads y's old value: the write waits for it
+    assert ops["add__1"].inputs == ["sum_1"] and ops["add__1"].outputs == []  # writes the buffer alone
+    assert ops["add"].after == ["add__1"]  # reads the buffer's new value
+    assert ops["mul_1"].after == []  # reads the write's result: a data edge already orders it
+
+
+class SmallNet(torch.nn.Module):
+    """A convolution, batch norm in training mode, a linear head and a cross-entropy loss."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.norm = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, images, labels):
+        pooled = torch.relu(self.norm(self.conv(images))).mean(dim=(2, 3))
+        return (torch.nn.functional.cross_entropy(self.head(pooled), labels),)
+
+
+def test_a_joint_forward_backward_program_imports_with_its_gradients_as_outputs():
+    from torch.export.experimental import _export_forward_backward
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,)))
+    joint = _export_forward_backward(torch.export.export(SmallNet().train(), inputs))
+    doc = from_exported_program(joint)
+    specs = joint.graph_signature.output_specs
+    kinds = [spec.kind.name for spec in specs]
+    assert kinds.count("GRADIENT_TO_PARAMETER") == 6 and kinds.count("LOSS_OUTPUT") == 1
+    assert doc.inputs == ["images", "labels"]
+    assert len(doc.outputs) == len(specs)  # loss, gradients, the statistics' new values: all planned
+    sizes = {t.id: t.nbytes for t in doc.tensors}
+    assert sizes["convolution_backward.1"] == 8 * 3 * 3 * 3 * 4  # the weight's gradient, a tuple's second
+    assert "convolution_backward.1" in doc.outputs
+    assert build_problem(doc).lower_bound > 0
