@@ -3,7 +3,8 @@
     python -m experiments.bench_baselines [--benchmarks ../shared/benchmarks] [--suites minimalloc zoo large]
 
 Times are medians of ``--repeats`` runs (after one warm-up that also compiles the decoders).
-Each suite's table is printed and written to ``docs/results/baselines-<suite>.md``.
+Each suite's table is printed and written to ``docs/results/baselines-<suite>.md``; the zoo suite
+also has the bundled networks split over 2 and 4 cores (``zoo:NAME@N``, multi-core partial orders).
 """
 
 from __future__ import annotations
@@ -16,25 +17,34 @@ from experiments.common import benchmark_csvs, benchmarks_root, markdown_table, 
 from experiments.report import write_results
 from gaplanner import BASELINES, load_problem
 from gaplanner.conflicts import conflicts_from_intervals
+from gaplanner.zoo import zoo_names
+
+#: Core counts of the split zoo networks in the zoo suite's table.
+SPLIT_CORES = (2, 4)
 
 NOTES = """\
 Ratio: peak over the lower bound (max load). Times are medians of the repeats
 (one run for inputs over 5,000 blocks) and include verifying the plan; build s
-is the time to build the conflict graph from the lifetimes."""
+is the time to build the conflict graph from the lifetimes (-: a split graph's
+conflicts come from its partial order, built with the problem)."""
 
 
-def suite_row(path: Path, repeats: int) -> list[object]:
+def suite_row(source: Path | str, repeats: int) -> list[object]:
     """One input's row: size, bound, conflict-build time, and each baseline's ratio and time."""
-    problem = load_problem(path)
+    problem = load_problem(source)
     repeats = 1 if problem.n > 5000 else repeats
-    _, build = timed(lambda p=problem: conflicts_from_intervals(p.lower, p.upper), repeats)
+    build = "-"
+    if problem.interval_conflicts:
+        _, seconds = timed(lambda p=problem: conflicts_from_intervals(p.lower, p.upper), repeats)
+        build = f"{seconds:.3f}"
     ratios, seconds = [], []
     for baseline in BASELINES.values():
         plan, elapsed = timed(lambda b=baseline, p=problem: b(p), repeats)
         ratios.append(f"{plan.ratio:.4f}")
         seconds.append(f"{elapsed:.3f}")
-    print(f"done {path.name}", file=sys.stderr)
-    size = [path.name, problem.n, problem.conflicts.edge_count, problem.lower_bound, f"{build:.3f}"]
+    name = source.name if isinstance(source, Path) else source
+    print(f"done {name}", file=sys.stderr)
+    size = [name, problem.n, problem.conflicts.edge_count, problem.lower_bound, build]
     return [*size, *ratios, *seconds]
 
 
@@ -54,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     header = ["input", "blocks", "conflicts", "lower bound", "build s"]
     header += [f"{name} ratio" for name in BASELINES] + [f"{name} s" for name in BASELINES]
     for suite in args.suites:
-        rows = [suite_row(path, args.repeats) for path in benchmark_csvs(root, [suite])]
+        sources: list[Path | str] = list(benchmark_csvs(root, [suite]))
+        if suite == "zoo":
+            sources += [f"zoo:{name}@{cores}" for cores in SPLIT_CORES for name in zoo_names()]
+        rows = [suite_row(source, args.repeats) for source in sources]
         if not rows:
             continue
         print(markdown_table(header, rows))

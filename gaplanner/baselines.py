@@ -5,7 +5,13 @@
   lifetime ended return to a free list sorted by offset, adjacent free blocks
   coalesce, a new block takes the smallest free block that fits, and when none
   fits the largest free block is extended to the size needed, the arena grows
-  by the difference and every block above it moves up.
+  by the difference and every block above it moves up. On a partial order
+  (multi-core graphs, vector clocks) the walk allocates in one order consistent
+  with happens-before (a graph's operator order: a split graph's step order),
+  and the free list a block sees is the arena less the placed blocks it
+  conflicts with: a placed block is released for it once all of the placed
+  block's accesses surely happen before it is written. On a total order that is
+  exactly the walk's free list (a test holds them equal).
 * ``greedy-size`` — TFLite-style greedy by size: size descending, ties by
   earlier start, each block into the smallest gap among placed conflicting
   blocks.
@@ -20,6 +26,7 @@ import numba as nb
 import numpy as np
 
 from gaplanner.errors import InputError
+from gaplanner.graph import WORKSPACE_SUFFIX
 from gaplanner.placement import decode
 from gaplanner.plan import Plan, make_plan
 from gaplanner.problem import Problem
@@ -140,6 +147,76 @@ def _best_fit_coalescing(sizes, alignments, lower, reuse_at, step):
     return offsets
 
 
+@nb.njit(cache=True)
+def _grown(offsets, arena, gap_start, gap_end, size, alignment, step):
+    """Extend the free gap ``[gap_start, gap_end)`` so ``size`` fits: every block from its end on
+    moves up by the same amount (no two blocks come closer); the new arena."""
+    shift = _align_up(_align_up(gap_start, alignment) + size - gap_end, step)
+    for j in range(len(offsets)):
+        if offsets[j] >= gap_end:
+            offsets[j] += shift
+    return arena + shift
+
+
+@nb.njit(cache=True)
+def _best_fit_over_conflicts(sizes, alignments, order, indptr, indices, step):
+    """Best-fit-coalescing where the free list of each block is the arena less its placed conflicts.
+
+    The gaps between the placed blocks a block conflicts with, up to the arena's
+    top, scanned in order of offset: adjacent free space is one gap (coalesced).
+    """
+    n = len(sizes)
+    offsets = np.full(n, -1, np.int64)
+    starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
+    arena = 0
+    for b in order:
+        count = 0
+        for j in indices[indptr[b] : indptr[b + 1]]:
+            if offsets[j] >= 0:
+                starts[count], ends[count] = offsets[j], offsets[j] + sizes[j]
+                count += 1
+        by_start = np.argsort(starts[:count])
+        size, alignment = sizes[b], alignments[b]
+        best, best_size = -1, np.iinfo(np.int64).max
+        largest_start, largest_end = arena, arena  # nothing free: an empty gap at the top
+        frontier = 0
+        for p in range(count + 1):
+            gap_end = starts[by_start[p]] if p < count else arena
+            if gap_end > frontier:
+                usable = gap_end - _align_up(frontier, alignment)
+                if size <= usable < best_size:
+                    best, best_size = frontier, usable
+                if gap_end - frontier > largest_end - largest_start:
+                    largest_start, largest_end = frontier, gap_end
+            if p < count:
+                frontier = max(frontier, ends[by_start[p]])
+        if best < 0:
+            arena = _grown(offsets, arena, largest_start, largest_end, size, alignment, step)
+            best = largest_start
+        offsets[b] = _align_up(best, alignment)
+    return offsets
+
+
+def walk_order(problem: Problem) -> np.ndarray:
+    """The blocks in the order a walk allocates them: by first write, ties by index.
+
+    A graph's first writes are positions in its operator list, which a split
+    graph lays out step by step (each step's per-core copies, then its
+    combines); graph inputs come first. Otherwise, the problem's time axis.
+    """
+    doc, tensors = problem.document, problem.tensors
+    if doc is None or tensors is None or not doc.is_graph:
+        return np.lexsort((np.arange(problem.n), problem.lower))
+    written: dict[str, int] = {}
+    for k, op in enumerate(doc.operators or []):
+        written.update(dict.fromkeys(op.outputs, k))
+        if op.workspace is not None:
+            written[op.id + WORKSPACE_SUFFIX] = k
+    first = np.full(problem.n, np.iinfo(np.int64).max)
+    np.minimum.at(first, tensors.block_of, [written.get(tid, -1) for tid in tensors.ids])
+    return np.lexsort((np.arange(problem.n), first))
+
+
 def best_fit_coalescing(problem: Problem) -> Plan:
     if problem.has_pinned:
         raise InputError(
@@ -149,7 +226,12 @@ def best_fit_coalescing(problem: Problem) -> Plan:
         )
     started = time.perf_counter()
     step = int(np.lcm.reduce(problem.alignments))
-    offsets = _best_fit_coalescing(problem.sizes, problem.alignments, problem.lower, problem.reuse_at, step)
+    sizes, alignments = problem.sizes, problem.alignments
+    if problem.interval_conflicts:
+        offsets = _best_fit_coalescing(sizes, alignments, problem.lower, problem.reuse_at, step)
+    else:
+        indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
+        offsets = _best_fit_over_conflicts(sizes, alignments, walk_order(problem), indptr, indices, step)
     return make_plan(problem, offsets, "best-fit-coalescing", started)
 
 
