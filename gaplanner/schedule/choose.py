@@ -20,6 +20,7 @@ from gaplanner.graph import analyse_graph
 from gaplanner.rules import Rules
 from gaplanner.schedule.bounds import surely_live
 from gaplanner.schedule.dag import Dag, build_dag, check_order
+from gaplanner.schedule.exact import PartsResult, solve_parts
 from gaplanner.schedule.kernels import warm_up
 from gaplanner.schedule.memory import LoadModel, build_blocks
 from gaplanner.schedule.orders import STARTING_ORDERS
@@ -33,13 +34,16 @@ class ScheduleSettings:
 
     ``evaluations``: orders scored at most (genomes decoded plus one-operator
     moves); with a ``seed`` it makes the search repeatable. ``time_limit``
-    (seconds) cuts it short on a slow machine.
+    (seconds) cuts it short on a slow machine. ``exact_states``: sets of
+    operators a part's exact search may hold (a part needing more keeps the
+    reachability bound).
     """
 
     time_limit: float = 10.0
     evaluations: int = 200_000
     seed: int = 0
     population: int = 32
+    exact_states: int = 100_000
 
     def __post_init__(self) -> None:
         if (
@@ -47,7 +51,7 @@ class ScheduleSettings:
             or self.time_limit <= 0
         ):
             raise InputError(f"must be a positive number of seconds, got {self.time_limit}", "time_limit")
-        for name in ("evaluations", "population"):
+        for name in ("evaluations", "population", "exact_states"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError(f"must be a non-negative integer, got {value!r}", name)
@@ -115,19 +119,33 @@ def search_schedule(
     starts = {name: make(dag, blocks, given) for name, make in STARTING_ORDERS.items()}
     baselines = {name: model.peak(order) for name, order in starts.items()}
     live = surely_live(dag, blocks, given)
+    parts = solve_parts(dag, blocks, given, live, settings.exact_states)
+    bound = max(live.bound, parts.bound)
+    if parts.solved:  # the parts solved exactly in their best order, the others as given
+        starts["exact parts"] = parts.order
+        baselines["exact parts"] = model.peak(parts.order)
     best = min(baselines, key=lambda name: baselines[name])  # the first of equals: given wins ties
     state = SearchState(order=starts[best].copy(), peak=baselines[best])
     search = OrderSearch(dag, model, settings.population, settings.seed)
-    search.run(list(starts.values()), live.bound, settings.evaluations, began + settings.time_limit, state)
+    search.run(list(starts.values()), bound, settings.evaluations, began + settings.time_limit, state)
     chosen_from = "search" if state.peak < baselines[best] else best
     return ScheduleResult(
         order=tuple(dag.ids[k] for k in state.order.tolist()),
         given_bound=baselines["given"],
         chosen_bound=state.peak,
-        order_free_bound=live.bound,
-        bound_origin="reachability",
+        order_free_bound=bound,
+        bound_origin=_origin(parts, live.bound),
         baselines=baselines,
         chosen_from=chosen_from,
         seconds=time.perf_counter() - began,
         evaluations=state.evaluations,
     )
+
+
+def _origin(parts: PartsResult, reachability: int) -> str:
+    """Where the order-free bound comes from, in words."""
+    if parts.exact:
+        return f"exact (dynamic programming on all {parts.parts} parts between cuts)"
+    if parts.bound > reachability:
+        return f"exact on {parts.solved} of {parts.parts} parts between cuts, reachability on the others"
+    return "reachability (bytes live across each operator in every order)"

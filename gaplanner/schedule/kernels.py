@@ -10,6 +10,7 @@ import numba as nb
 import numpy as np
 
 from gaplanner.schedule.bounds import _surely_live
+from gaplanner.schedule.exact import _part_dp
 from gaplanner.schedule.memory import _live_bytes, _peak_and_count
 
 
@@ -193,6 +194,8 @@ def warm_up() -> None:
     score_keys(np.zeros((1, 2)), ptr, succ_ptr, succ_idx, model)
     local_search(np.array([0, 1], np.int64), 2, 0, ptr, idx, succ_ptr, succ_idx, model)
     _live_bytes(np.array([0, 1], np.int64), 2, *model, np.zeros(3, np.int64), np.zeros(1, np.int64))
+    one = np.zeros(1, np.int64)
+    _part_dp(1, one, one, flags, flags, sizes, 0, empty, empty, one, empty, 4)
     _surely_live(
         np.array([0, 1], np.int64), ptr, idx, succ_ptr, succ_idx, *model[1:3], sizes, flags, flags, 1
     )

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from gaplanner.rules import Rules
 from gaplanner.schedule.bounds import surely_live
 from gaplanner.schedule.dag import build_dag, topological_order
+from gaplanner.schedule.exact import solve_parts
 from gaplanner.schedule.memory import build_blocks
 from tests.schedule.graphs import graph_documents
-from tests.schedule.oracle import best_order_bound
+from tests.schedule.oracle import best_order_bound, order_bound
 from tests.strategies import SETTINGS
 
 
@@ -46,3 +48,18 @@ def test_a_chain_bound_is_exact() -> None:
     dag = build_dag(doc)
     live = surely_live(dag, build_blocks(doc), topological_order(dag))
     assert live.bound == 8 and live.cut.all()
+
+
+@SETTINGS
+@given(graph_documents(max_ops=8), st.sampled_from(["auto", "never"]))
+def test_exact_parts_equal_the_best_order(doc, inplace) -> None:
+    """Split at the cuts and solved part by part, the bound is the best order's, and so is the order's."""
+    rules = Rules(inplace=inplace)
+    dag = build_dag(doc)
+    blocks = build_blocks(doc, rules)
+    given_order = topological_order(dag)
+    parts = solve_parts(dag, blocks, given_order, surely_live(dag, blocks, given_order))
+    assert parts.exact
+    best = best_order_bound(doc, rules)
+    assert parts.bound == best
+    assert order_bound(doc, [dag.ids[k] for k in parts.order], rules) == best
