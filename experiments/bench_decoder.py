@@ -38,7 +38,7 @@ from experiments.common import benchmarks_root, markdown_table
 from experiments.comparators import omnimalloc_first_fit
 from experiments.report import write_results
 from gaplanner import Problem, load_problem
-from gaplanner.placement import Decoder
+from gaplanner.search.decoder import Decoder
 
 #: Timed rounds per figure: the median is reported, and for one thread per CPU second the best too.
 ROUNDS = 5

@@ -34,10 +34,10 @@ from experiments.comparators import omnimalloc_allocators
 from experiments.report import write_results
 from experiments.side_by_side import SolverRun, geometric_mean, run_placer, run_solver
 from gaplanner import Problem, load_problem
-from gaplanner.exact import ExactSettings
-from gaplanner.exact import warm_up as warm_up_exact
-from gaplanner.ga import GASettings
-from gaplanner.kernels import warm_up as warm_up_kernels
+from gaplanner.search.exact.search import ExactSettings
+from gaplanner.search.exact.search import warm_up as warm_up_exact
+from gaplanner.search.ga import GASettings
+from gaplanner.search.kernels import warm_up as warm_up_kernels
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "exact.md"
 #: Our label for each of omnimalloc's allocators run here (experiments.comparators' names).

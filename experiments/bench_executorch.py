@@ -6,7 +6,7 @@ Each model is built from its transformers configuration (random weights,
 nothing downloaded), exported with ``torch.export.export``, lowered with
 ``to_edge(...).to_executorch(...)`` with and without ExecuTorch's constant
 propagation (``do_quant_fusion_and_const_prop``), and planned by
-:func:`gaplanner.executorch.plan_memory`, which plans each memory id with the
+:func:`gaplanner.integrations.executorch.plan_memory`, which plans each memory id with the
 GA, runs ExecuTorch's greedy on the same specs and keeps the smaller plan. The
 table gives, per memory id, both arenas, the lower bound of the specs and each
 planner's time; every lowered program passes ExecuTorch's storage-overlap
@@ -120,7 +120,7 @@ def lower(exported: Any, const_prop: bool, time_limit: float) -> tuple[list[Any]
     from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, Verifier
     from executorch.exir.passes import MemoryPlanningPass
 
-    from gaplanner.executorch import algo_result, plan_specs
+    from gaplanner.integrations.executorch import algo_result, plan_specs
 
     reports: list[Any] = []
 
@@ -195,8 +195,8 @@ def measure(name: str, time_limit: float) -> tuple[list[Row], str]:
 
 def warm_up() -> None:
     """Load (or compile) the search's kernels outside the timings."""
-    from gaplanner.ga import GASettings
-    from gaplanner.problem import problem_from_arrays
+    from gaplanner.problem.problem import problem_from_arrays
+    from gaplanner.search.ga import GASettings
     from gaplanner.solve import solve
 
     problem = problem_from_arrays(np.array([16, 32, 16]), np.array([0, 1, 2]), np.array([2, 3, 4]))

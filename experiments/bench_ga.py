@@ -35,11 +35,11 @@ from experiments.common import benchmarks_root, markdown_table, timed
 from experiments.comparators import omnimalloc_allocators, omnimalloc_first_fit
 from experiments.report import write_results
 from gaplanner import BASELINES, load_problem, solve
-from gaplanner.ga import GASettings, run_ga
-from gaplanner.kernels import warm_up
-from gaplanner.placement import Decoder
-from gaplanner.verify import verify
-from gaplanner.zoo import zoo_names
+from gaplanner.documents.zoo import zoo_names
+from gaplanner.plans.verify import verify
+from gaplanner.search.decoder import Decoder
+from gaplanner.search.ga import GASettings, run_ga
+from gaplanner.search.kernels import warm_up
 
 #: Best known peaks of MiniMalloc's challenging set (its exact solver's optimum, or best found).
 BEST_KNOWN = {
@@ -183,7 +183,7 @@ MiniMalloc itself is not run by this script."""
 MINIMALLOC_NOTES = """\
 Peak over the best known peak (MiniMalloc's exact solutions). The GA runs once
 per seed; omnimalloc's allocators once per instance at the same budget, each
-plan checked by `gaplanner.verify`."""
+plan checked by `gaplanner.plans.verify`."""
 
 
 def large_section(root: Path, seed: int, time_limit: float) -> Section:
@@ -236,7 +236,7 @@ def decoder_section(root: Path) -> Section:
     return Section("ga-decoder", "First-fit decodes per second (random orders)", header, rows, notes)
 
 
-#: The ranking's two tie-breaks, each switched off in turn (see gaplanner.fitness).
+#: The ranking's two tie-breaks, each switched off in turn (see gaplanner.search.fitness).
 ABLATIONS = {
     "peak, excess, contiguity": {},
     "no excess": {"use_excess": False},

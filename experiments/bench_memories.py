@@ -30,14 +30,14 @@ import numpy as np
 
 from experiments.common import benchmarks_root, markdown_table
 from experiments.report import write_results
-from gaplanner.fits import decide_fit
-from gaplanner.ga import GASettings
-from gaplanner.io import load_problem
-from gaplanner.memory_search import solve_memories
-from gaplanner.problem import Problem, build_problem
-from gaplanner.schema import Document, parse_document
+from gaplanner.documents.schema import Document, parse_document
+from gaplanner.documents.zoo import zoo_document, zoo_names
+from gaplanner.plans.capacity import decide_fit
+from gaplanner.problem.loading import load_problem
+from gaplanner.problem.problem import Problem, build_problem
+from gaplanner.search.ga import GASettings
+from gaplanner.search.memories.search import solve_memories
 from gaplanner.solve import solve
-from gaplanner.zoo import zoo_document, zoo_names
 
 KIB = 1024
 SRAM_SIZES = (256 * KIB, 1024 * KIB, 4096 * KIB)
@@ -96,7 +96,7 @@ def cost_bound(problem: Problem) -> float | None:
 def networks(models: Path | None) -> list[tuple[str, Document]]:
     found = [(f"zoo:{name}", zoo_document(f"zoo:{name}")) for name in zoo_names()]
     if models is not None and models.is_dir():
-        from gaplanner.onnx_import import import_onnx
+        from gaplanner.documents.onnx_import import import_onnx
 
         for path in sorted(p for p in models.glob("*.onnx") if not p.name.endswith(".ts.onnx")):
             try:

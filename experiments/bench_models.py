@@ -43,13 +43,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from experiments.common import markdown_table
-from gaplanner.ga import GASettings
-from gaplanner.onnx_import import import_onnx
-from gaplanner.problem import build_problem
-from gaplanner.rules import Rules
-from gaplanner.schema import Document
+from gaplanner.documents.onnx_import import import_onnx
+from gaplanner.documents.rules import Rules
+from gaplanner.documents.schema import Document
+from gaplanner.documents.zoo import zoo_document, zoo_names
+from gaplanner.problem.problem import build_problem
+from gaplanner.search.ga import GASettings
 from gaplanner.solve import solve
-from gaplanner.zoo import zoo_document, zoo_names
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ROOT / "experiments" / "models" / "onnx"
@@ -156,14 +156,14 @@ _TIMING_SCRIPT = """
 import json, statistics, sys, time
 import numpy as np
 from gaplanner import decode_population, first_fit
-from gaplanner.ga import GASettings
-from gaplanner.onnx_import import import_onnx
-from gaplanner.problem import build_problem
+from gaplanner.search.ga import GASettings
+from gaplanner.documents.onnx_import import import_onnx
+from gaplanner.problem.problem import build_problem
 from gaplanner.solve import solve
 path, time_limit, repeats, rules = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
 extra = {}
 if rules:
-    from gaplanner.rules import Rules
+    from gaplanner.documents.rules import Rules
     extra = {"rules": Rules(**rules)}
 def median(fn):
     times = []

@@ -3,7 +3,7 @@
 For sets of two or three models (zoo networks, and the real models in
 ``experiments/models/onnx/`` when present), run one after another
 (``sequential``) and at the same time (``concurrent``): the pooled arena the GA
-finds (:func:`gaplanner.pool_plan.pool_inputs`, what ``gaplanner plan A B
+finds (:func:`gaplanner.plans.pool_report.pool_inputs`, what ``gaplanner plan A B
 --together`` plans), its lower bound, and the baseline: each model planned
 alone by the same GA with the same time limit, their arenas summed (one arena
 per model, side by side) and their largest (what one model alone needs). Every
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from experiments.report import write_results
-from gaplanner.ga import GASettings
-from gaplanner.pool import MODEL_SEP
-from gaplanner.pool_plan import Pool, compare_alone, pool_inputs
+from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs
+from gaplanner.problem.pools import MODEL_SEP
+from gaplanner.search.ga import GASettings
 from gaplanner.solve import solve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,11 +27,11 @@ from pathlib import Path
 
 from experiments.common import benchmarks_root, markdown_table, timed
 from experiments.report import write_results
-from gaplanner.distributed import run_islands
-from gaplanner.ga import GASettings, run_ga
-from gaplanner.io import load_problem
-from gaplanner.plan import GenerationRecord, Plan
-from gaplanner.problem import Problem
+from gaplanner.plans.plan import GenerationRecord, Plan
+from gaplanner.problem.loading import load_problem
+from gaplanner.problem.problem import Problem
+from gaplanner.search.distributed import run_islands
+from gaplanner.search.ga import GASettings, run_ga
 
 INPUTS = {"K": "minimalloc/K.1048576.csv", "pangu": "large/somas_tensors_pangu_2.6B.csv"}
 #: label, Ray workers (0: in-process), islands

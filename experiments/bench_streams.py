@@ -38,8 +38,8 @@ import gaplanner
 from experiments.common import markdown_table, timed
 from experiments.report import write_results
 from gaplanner import GASettings, InputError, Problem
-from gaplanner.exact import warm_up as warm_up_exact
-from gaplanner.problem import problem_from_clocks
+from gaplanner.problem.problem import problem_from_clocks
+from gaplanner.search.exact.search import warm_up as warm_up_exact
 
 try:
     from omnimalloc.allocators import (
@@ -56,7 +56,7 @@ except ImportError:  # the compare extra is not installed
 #: The iteration counters of omnimalloc's searches are C++ ints: the largest is "no cap".
 NO_ITERATION_CAP = 2**31 - 1
 GA = "ga"
-#: The GA without the exact probes the default ``ga`` runs beside it (gaplanner.hybrid).
+#: The GA without the exact probes the default ``ga`` runs beside it (gaplanner.search.side_by_side).
 GA_ALONE = "GA alone"
 TABU, ANNEALING = "tabu", "SA"
 SEARCHES = (GA, GA_ALONE, TABU, ANNEALING)
@@ -193,7 +193,7 @@ Solvers, {time_limit:g} s wall-clock each per instance, one after the other in o
 - gaplanner ga: `gaplanner.solve(problem, "ga", GASettings({ga_settings}))` (other
   settings at their defaults; the search also stops at the bound), its decoder on
   {ga_threads} thread(s) (`numba.set_num_threads`). By default (`exact_share=None`) that
-  is the GA with exact probes beside it (`gaplanner.hybrid`: on two cores or more the
+  is the GA with exact probes beside it (`gaplanner.search.side_by_side`: on two cores or more the
   probes run on a thread of their own and the GA on one core fewer, trading plans once a
   generation; on one core they take turns), on problems the exact search takes whole;
   *GA alone* is the same with `exact_share=0`.

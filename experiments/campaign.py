@@ -50,7 +50,8 @@ BESIDE_OPTIONS = {**GA_OPTIONS, "time_limit": 0.5}
 HYBRID, BESIDE = "ga+exact", "ga beside exact"
 #: The names above, each the GA with other exact options.
 GA_VARIANTS = {HYBRID: HYBRID_OPTIONS, BESIDE: BESIDE_OPTIONS}
-#: The exact search on the problem with its blocks of one lifetime merged (gaplanner.shared_lifetimes),
+#: The exact search on the problem with its blocks of one lifetime merged
+#: (gaplanner.search.exact.shared_lifetimes),
 #: its plan expanded to the original: ``solve`` takes that path only on problems too large whole.
 MERGED = "exact, families merged"
 #: The brute force orders at most this many free blocks (its cost is their factorial).
@@ -268,10 +269,10 @@ def make_case(seed: int) -> dict[str, Any]:
 
 def build(case: dict[str, Any]):  # -> gaplanner.Problem
     """The library's problem for a case (raises the library's InputError when it refuses it)."""
-    from gaplanner.io import problem_from_json
-    from gaplanner.pool import problem_from_pool_document
-    from gaplanner.problem import problem_from_arrays, problem_from_clocks
-    from gaplanner.rules import Rules
+    from gaplanner.documents.rules import Rules
+    from gaplanner.problem.loading import problem_from_json
+    from gaplanner.problem.pools import problem_from_pool_document
+    from gaplanner.problem.problem import problem_from_arrays, problem_from_clocks
 
     kind = case["kind"]
     rules = Rules(**case["rules"]) if "rules" in case else None
@@ -383,7 +384,7 @@ def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan | None
     from gaplanner.solve import solve
 
     if algorithm == MERGED:
-        from gaplanner.shared_lifetimes import merge_shared_lifetimes
+        from gaplanner.search.exact.shared_lifetimes import merge_shared_lifetimes
 
         merged = merge_shared_lifetimes(problem)
         if merged is None:  # no two blocks share a lifetime, or some are pinned: nothing is merged
@@ -544,7 +545,7 @@ def _check_memory_case(
 ) -> None:
     """Every algorithm that plans across memories plans it; every other one must refuse it."""
     from gaplanner.errors import InputError
-    from gaplanner.memory_search import MEMORY_ALGORITHMS, DoesNotFit
+    from gaplanner.search.memories.search import MEMORY_ALGORITHMS, DoesNotFit
 
     best = None
     small = len({reading.reading.group_of(i) for i in reading.reading.sizes}) <= MAX_BRUTE_FORCE_BLOCKS

@@ -75,7 +75,7 @@ def omnimalloc_allocators(time_limit: float) -> dict[str, Callable[[Problem], np
     at once even on 2 cores.
 
     Empty without omnimalloc. Both take interval problems only; check the
-    offsets they return with :func:`gaplanner.verify` before trusting a peak.
+    offsets they return with :func:`gaplanner.plans.verify` before trusting a peak.
     """
     if FirstFitPlacer is None:
         return {}

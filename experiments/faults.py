@@ -58,7 +58,7 @@ best-fit-coalescing on 60 blocks) and {pollers} poll them, one request each per 
 {seconds:g} s around each fault. Each row counts the requests sent while that fault was on and the
 jobs accepted then; *jobs lost* are accepted jobs that did not end with a plan (failed, missing, or
 still unfinished {drain:g} s after the load stopped: the goal is 0), *plans served invalid* are plans
-that failed `gaplanner.verify.verify` against the document submitted (goal 0); *server errors* are
+that failed `gaplanner.plans.verify.verify` against the document submitted (goal 0); *server errors* are
 5xx answers other than 503 and unhandled errors in the server's log (goal 0). 503 is the intended
 answer while the disk is full; *no answer* counts submissions cut by the server's SIGKILL and the
 bodies the clients cut short themselves.

@@ -8,7 +8,7 @@ route from the host is needed:
 
 - ``gaplanner plan --ray-address`` with one island worker on each node: a worker
   actor is killed (SIGKILL), then the second node's raylet; the plan must come
-  back and pass :func:`gaplanner.verify.verify`.
+  back and pass :func:`gaplanner.plans.verify.verify`.
 - ``python -m experiments.run`` (the batch runner) on the cluster: the second
   node's raylet is killed mid-run, then the runner itself; run again, it must
   resume with the cells it had not finished, each cell in the results once.

@@ -14,7 +14,7 @@ them) while, in turn:
   a body that stops mid-document, garbage instead of a request line.
 
 Then the load stops, every accepted job is waited for, and every plan served is
-checked again with :func:`gaplanner.verify.verify` against the document that
+checked again with :func:`gaplanner.plans.verify.verify` against the document that
 was submitted. Nothing leaves loopback; every wait is bounded.
 """
 
@@ -381,7 +381,7 @@ def run(settings: Settings, workdir: Path) -> Outcome:
         "GAPLANNER_MAX_QUEUE": "100000",
         # A job running through every fault injected here (the worker kills, the server kill, the
         # restart on a full disk) still gets a run of its own: the cap is for jobs that crash their
-        # workers, which this run does not make (tests/test_service_api.py checks the cap).
+        # workers, which this run does not make (tests/service/test_service_api.py checks the cap).
         "GAPLANNER_MAX_ATTEMPTS": str(settings.worker_kills + 3),
     }
     phase_errors: dict[str, int] = {}

@@ -44,10 +44,11 @@ ONNX_SEED = ROOT / "experiments" / "models" / "onnx" / "whisper_encoder.onnx"
 
 #: Modules atheris must leave as written: numba compiles their kernels from the source.
 NOT_INSTRUMENTED = [
-    "gaplanner.kernels", "gaplanner.exact_parts", "gaplanner.ga.budget", "gaplanner.conflicts",
-    "gaplanner.fitness", "gaplanner.bounds", "gaplanner.distributed", "gaplanner.placement",
-    "gaplanner.baselines", "gaplanner.exact_dfs", "gaplanner.memory_placement", "gaplanner.operators",
-    "gaplanner.distributed.worker", "gaplanner.distributed.search",
+    "gaplanner.search.kernels", "gaplanner.search.exact.parts", "gaplanner.search.ga.budget",
+    "gaplanner.problem.conflicts", "gaplanner.search.fitness", "gaplanner.problem.bounds",
+    "gaplanner.search.distributed", "gaplanner.search.decoder", "gaplanner.search.baselines",
+    "gaplanner.search.exact.dfs", "gaplanner.search.memories.decoder", "gaplanner.search.variation",
+    "gaplanner.search.distributed.worker", "gaplanner.search.distributed.search",
 ]  # fmt: skip
 
 #: Per-input memory cap for atheris runs (libFuzzer's -rss_limit_mb) and the exact search's time.
@@ -57,8 +58,8 @@ EXACT_SECONDS = 0.05
 
 def _plan_everything(problem) -> None:
     """Plans of ``problem`` (each verified by ``solve``); not fitting given memories is an answer too."""
-    from gaplanner.exact import ExactSettings
-    from gaplanner.memory_search import DoesNotFit
+    from gaplanner.search.exact.search import ExactSettings
+    from gaplanner.search.memories.search import DoesNotFit
     from gaplanner.solve import solve
 
     try:
@@ -301,7 +302,7 @@ and service request bodies (pool documents too). Property: the input loads and i
 plans (first-fit, the exact search for 50 ms) pass the verifier, or it is refused with
 one line (InputError: the CLI's exit 2; a 4xx in the service). A crash is any other
 exception, a hang past 30 s or more than 2 GB of memory. Crashes found before this run
-are fixed and kept as regression tests (tests/test_fuzz.py)."""
+are fixed and kept as regression tests (tests/experiments/test_fuzz.py)."""
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gaplanner.errors import InputError
-from gaplanner.ga import GASettings
+from gaplanner.search.ga import GASettings
 from gaplanner.solve import ALGORITHMS
 
 BENCHMARKS_MARK = "{benchmarks}"

@@ -48,8 +48,8 @@ from typing import Any
 
 from experiments.common import benchmarks_root, markdown_table
 from experiments.grid import Algorithm, Cell, ConfigError, expand_inputs, load_config, make_cells
-from gaplanner.distributed.session import sigterm_unwinds
-from gaplanner.ga import GASettings
+from gaplanner.search.distributed.session import sigterm_unwinds
+from gaplanner.search.ga import GASettings
 
 #: Columns of the results file, in order.
 COLUMNS = [
@@ -85,7 +85,7 @@ def read_source(source: str) -> Any:
 
 @lru_cache(maxsize=2)
 def _problem(name: str, source: Any) -> Any:
-    from gaplanner.io import load_problem
+    from gaplanner.problem.loading import load_problem
 
     return load_problem(source)
 
@@ -187,7 +187,7 @@ def run_cells(
     """Run ``cells`` as Ray tasks, appending each row as it arrives; the failures."""
     from tqdm import tqdm
 
-    from gaplanner.distributed import ray_session
+    from gaplanner.search.distributed import ray_session
 
     failures: list[tuple[Cell, str]] = []
     writer = ResultsWriter(results)

@@ -35,8 +35,8 @@ def _single_threaded_numba() -> None:
 def search(seed: int, seconds: float, blocks: int) -> tuple[int, float]:
     """One GA search on a problem whose bound it cannot reach: the generations it made and the CPU
     seconds its thread used (with one numba thread, the search runs on the calling thread)."""
-    from gaplanner.ga import GASettings
-    from gaplanner.io import problem_from_json
+    from gaplanner.problem.loading import problem_from_json
+    from gaplanner.search.ga import GASettings
     from gaplanner.solve import solve
     from service.testing import unreachable_bound_document
 

@@ -14,19 +14,19 @@ Importing the package does no work: compiled kernels are checked and loaded
 at their first use, or up front with :func:`warm_up`.
 """
 
-from gaplanner.baselines import BASELINES, best_fit_coalescing, first_fit, greedy_size
+from gaplanner.documents.schema import Document, parse_document
+from gaplanner.documents.torch_import import from_exported_program
 from gaplanner.errors import GaplannerError, InputError, PlanError
-from gaplanner.ga import GASettings
-from gaplanner.io import load_problem, problem_from_csv_text, problem_from_json
-from gaplanner.kernels import warm_up
-from gaplanner.placement import decode, decode_population
-from gaplanner.plan import GenerationRecord, Plan, RayStats, SearchStats, make_plan
-from gaplanner.problem import Problem, build_problem, problem_from_arrays
-from gaplanner.random_search import RandomSearchSettings, random_search
-from gaplanner.schema import Document, parse_document
+from gaplanner.plans.plan import GenerationRecord, Plan, RayStats, SearchStats, make_plan
+from gaplanner.plans.verify import find_violation, verify
+from gaplanner.problem.loading import load_problem, problem_from_csv_text, problem_from_json
+from gaplanner.problem.problem import Problem, build_problem, problem_from_arrays
+from gaplanner.search.baselines import BASELINES, best_fit_coalescing, first_fit, greedy_size
+from gaplanner.search.decoder import decode, decode_population
+from gaplanner.search.ga import GASettings
+from gaplanner.search.kernels import warm_up
+from gaplanner.search.random_search import RandomSearchSettings, random_search
 from gaplanner.solve import ALGORITHMS, ComparisonRow, compare, settings_for, solve
-from gaplanner.torch_import import from_exported_program
-from gaplanner.verify import find_violation, verify
 
 __all__ = [
     "ALGORITHMS",

@@ -17,20 +17,21 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.documents.rules import INPLACE_CHOICES, Rules
+from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError, PlanError
-from gaplanner.fits import answer_fit, asks_fit, fits_question
-from gaplanner.ga import GASettings
-from gaplanner.io import load_problem, read_memories, read_offsets, read_tensor_offsets, write_text
-from gaplanner.memory_plan import MemoryPlan
-from gaplanner.model_check import check_tensor_plan
-from gaplanner.plan import GenerationRecord, Plan
-from gaplanner.pool import TOGETHER
-from gaplanner.pool_plan import Pool, compare_alone, pool_inputs
-from gaplanner.problem import Problem
-from gaplanner.rules import INPLACE_CHOICES, Rules
-from gaplanner.schema import document_json_schema
+from gaplanner.plans.capacity import answer_fit, asks_fit, fits_question
+from gaplanner.plans.files import read_memories, read_offsets, read_tensor_offsets, write_text
+from gaplanner.plans.memory_plan import MemoryPlan
+from gaplanner.plans.plan import GenerationRecord, Plan
+from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs
+from gaplanner.plans.tensor_check import check_tensor_plan
+from gaplanner.plans.verify import find_memory_violation, find_violation
+from gaplanner.problem.loading import load_problem
+from gaplanner.problem.pools import TOGETHER
+from gaplanner.problem.problem import Problem
+from gaplanner.search.ga import GASettings
 from gaplanner.solve import ALGORITHMS, compare, settings_for, solve
-from gaplanner.verify import find_memory_violation, find_violation
 
 #: What ``gaplanner plan`` plans when no input is given.
 DEFAULT_INPUT = "zoo:resnet50@2"
@@ -383,7 +384,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _zoo(args: argparse.Namespace) -> int:
-    from gaplanner.zoo import zoo_names
+    from gaplanner.documents.zoo import zoo_names
 
     rows = []
     for name in zoo_names():
@@ -420,12 +421,12 @@ def _add_zoo_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from gaplanner.document_writer import document_text
-    from gaplanner.onnx_import import import_onnx
-    from gaplanner.problem import build_problem
+    from gaplanner.documents.onnx_import import import_onnx
+    from gaplanner.documents.writer import document_text
+    from gaplanner.problem.problem import build_problem
 
     if str(args.model).endswith(".pt2"):
-        from gaplanner.torch_import import from_exported_program, load_exported_program
+        from gaplanner.documents.torch_import import from_exported_program, load_exported_program
 
         if args.batch is not None:
             raise InputError(
@@ -464,14 +465,14 @@ def _add_import_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from gaplanner.convert import convert
+    from gaplanner.problem.convert import convert
 
     write_text(args.output, convert(load_problem(args.input, rules=_rules(args)), args.to))
     return 0
 
 
 def _add_convert_parser(sub: argparse._SubParsersAction) -> None:
-    from gaplanner.convert import FORMATS
+    from gaplanner.problem.convert import FORMATS
 
     conv = sub.add_parser("convert", help="write an input in another planner's format")
     conv.add_argument("input", help="anything 'plan' reads")

@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from gaplanner.baselines import BASELINES
 from gaplanner.errors import InputError
-from gaplanner.exact import ExactSettings, exact_search
-from gaplanner.ga import Exchange, GASettings, ProgressCallback, StopCheck, run_ga
-from gaplanner.hybrid import ga_with_exact
-from gaplanner.memory_plan import MemoryPlan
-from gaplanner.plan import Plan
-from gaplanner.problem import Problem
-from gaplanner.random_search import RandomSearchSettings, random_search
-from gaplanner.shared_lifetimes import Merged, merged_for_exact_search
+from gaplanner.plans.memory_plan import MemoryPlan
+from gaplanner.plans.plan import Plan
+from gaplanner.problem.problem import Problem
+from gaplanner.search.baselines import BASELINES
+from gaplanner.search.exact.search import ExactSettings, exact_search
+from gaplanner.search.exact.shared_lifetimes import Merged, merged_for_exact_search
+from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck, run_ga
+from gaplanner.search.random_search import RandomSearchSettings, random_search
+from gaplanner.search.side_by_side import ga_with_exact
 
 #: Every algorithm name ``solve`` accepts; ``ga`` is the default.
 ALGORITHMS: tuple[str, ...] = ("ga", *BASELINES, "random-search", "exact", "spill-greedy")
@@ -81,23 +81,23 @@ def solve(
     """A verified plan for ``problem`` from the named algorithm (one of :data:`ALGORITHMS`).
 
     A problem with memories gets a :class:`MemoryPlan`, see
-    :mod:`gaplanner.memory_search`.
+    :mod:`gaplanner.search.memories.search`.
 
     ``settings``: the algorithm's settings object (None: its defaults); an
     algorithm refuses settings of another. ``on_progress`` / ``should_stop``
     see and stop the GA between generations. ``workers`` > 1 (``None``: this
     machine's cores) runs the GA as at least that many islands, on Ray workers
     when that pays off (``ray_address`` or ``RAY_ADDRESS`` names a cluster),
-    see :mod:`gaplanner.distributed`.
+    see :mod:`gaplanner.search.distributed`.
     """
     _check_settings(algorithm, settings)
     if problem.memories is not None or algorithm == "spill-greedy":
-        from gaplanner.memory_search import solve_memories, spill_greedy_arena
+        from gaplanner.search.memories.search import solve_memories, spill_greedy_arena
 
         if problem.memories is None:
             return spill_greedy_arena(problem)
         if algorithm == "ga" and workers != 1:  # one search per worker, on Ray when it pays off
-            from gaplanner.distributed.memories import solve_memories_on_workers  # Ray stays optional
+            from gaplanner.search.distributed.memories import solve_memories_on_workers  # Ray stays optional
 
             return solve_memories_on_workers(
                 problem,
@@ -122,7 +122,7 @@ def solve(
             exchange: Exchange | None, stop: StopCheck | None,
         ) -> Plan:  # fmt: skip
             if workers != 1:  # the islands on Ray start from the baselines' plans alone and trade nothing
-                from gaplanner.distributed import solve_islands  # Ray stays optional
+                from gaplanner.search.distributed import solve_islands  # Ray stays optional
 
                 return solve_islands(
                     problem, ga_settings, workers=workers, ray_address=ray_address, on_progress=report,
@@ -145,7 +145,8 @@ def _merged_for_exact_search(
     problem: Problem, algorithm: str, settings: GASettings | ExactSettings | None
 ) -> Merged | None:
     """Blocks of one lifetime merged, where that lets the exact search take a problem too large for it
-    (see :mod:`gaplanner.shared_lifetimes`); not for the GA alone, which plans the blocks as given."""
+    (see :mod:`gaplanner.search.exact.shared_lifetimes`); not for the GA alone, which plans the blocks as
+    given."""
     if algorithm == "exact":
         return merged_for_exact_search(problem, (settings or ExactSettings()).time_limit)
     if settings is None or settings.time_limit is None or settings.exact_share == 0:

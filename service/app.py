@@ -28,7 +28,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gaplanner.schema import Document
+from gaplanner.documents.schema import Document
 from service.config import ServiceSettings
 from service.errors import ApiError
 from service.jobs import JobManager

@@ -14,16 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gaplanner.documents.rules import Rules
+from gaplanner.documents.schema import Buffer, Document, parse_document
+from gaplanner.documents.zoo import ZOO_PREFIX, zoo_document
 from gaplanner.errors import InputError
-from gaplanner.fits import fits_question
-from gaplanner.io import load_problem
-from gaplanner.memory_search import MEMORY_ALGORITHMS
-from gaplanner.pool import problem_from_pool_document
-from gaplanner.problem import build_problem
-from gaplanner.rules import Rules
-from gaplanner.schema import Buffer, Document, parse_document
+from gaplanner.plans.capacity import fits_question
+from gaplanner.problem.loading import load_problem
+from gaplanner.problem.pools import problem_from_pool_document
+from gaplanner.problem.problem import build_problem
+from gaplanner.search.memories.search import MEMORY_ALGORITHMS
 from gaplanner.solve import settings_for
-from gaplanner.zoo import ZOO_PREFIX, zoo_document
 from service.config import ServiceSettings
 from service.errors import ApiError
 from service.models import CompareRequest, PlanRequest

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
 
-from gaplanner.ga import GASettings
-from gaplanner.plan import GenerationRecord
+from gaplanner.plans.plan import GenerationRecord
+from gaplanner.search.ga import GASettings
 from gaplanner.solve import ALGORITHMS
 from gaplanner.solve import ComparisonRow as LibraryComparisonRow
 
@@ -47,7 +47,7 @@ class _Body(BaseModel):
 
 
 class SearchOptions(_Body):
-    """Genetic-search settings (see `gaplanner.ga.GASettings`); the server caps them."""
+    """Genetic-search settings (see `gaplanner.search.ga.GASettings`); the server caps them."""
 
     seed: int = Field(_GA.seed, ge=0, le=2**63 - 1, description="Same seed and budget, same plan.")
     time_limit: float | None = Field(

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gaplanner.io import load_problem
-from gaplanner.verify import verify
+from gaplanner.plans.verify import verify
+from gaplanner.problem.loading import load_problem
 
 T = TypeVar("T")
 

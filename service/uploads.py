@@ -1,7 +1,7 @@
 """Files sent as they are (graph JSON, MiniMalloc CSV, ONNX) turned into the documents jobs take.
 
 ``POST /v1/inputs`` reads one file through the library's loader
-(:func:`gaplanner.io.load_problem`) and answers with the graph or buffer-list
+(:func:`gaplanner.problem.loading.load_problem`) and answers with the graph or buffer-list
 document ``POST /v1/plans`` and ``POST /v1/compare`` accept, so a job made
 from an upload is checked, stored and planned like any other.
 """
@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gaplanner.convert import convert
+from gaplanner.documents.zoo import zoo_names
 from gaplanner.errors import InputError
-from gaplanner.io import example_names, load_problem
-from gaplanner.problem import Problem
-from gaplanner.zoo import zoo_names
+from gaplanner.problem.convert import convert
+from gaplanner.problem.loading import example_names, load_problem
+from gaplanner.problem.problem import Problem
 from service.config import ServiceSettings
 from service.errors import ApiError
 

@@ -2,7 +2,7 @@
 
 The parent hands each process, at start-up, a progress queue and a shared
 array of cancel flags (one per slot of the pool). A job reports a
-:class:`~gaplanner.plan.GenerationRecord` at most every ``progress_interval``
+:class:`~gaplanner.plans.plan.GenerationRecord` at most every ``progress_interval``
 seconds and stops at the next generation once its slot's flag is set (or its
 parent process has died); the GA then returns the best plan it had.
 """
@@ -104,8 +104,8 @@ def _plan(
 ) -> tuple[Any, dict[str, Any]]:
     """The plan and its JSON, as ``gaplanner plan`` makes them: a does-it-fit question (memories that
     all have a capacity) is answered, and a plan that does not fit is an error naming why."""
-    from gaplanner.fits import answer_fit, asks_fit, fits_question
-    from gaplanner.memory_search import DoesNotFit
+    from gaplanner.plans.capacity import answer_fit, asks_fit, fits_question
+    from gaplanner.search.memories.search import DoesNotFit
     from gaplanner.solve import solve
 
     extra = _extra(solve, options)
@@ -141,7 +141,7 @@ def job_settings(algorithm: str, options: dict[str, Any]) -> Any:
 
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Plan (or compare on) one input; what the store keeps of the result."""
-    from gaplanner.io import load_problem
+    from gaplanner.problem.loading import load_problem
     from gaplanner.solve import compare
     from service.inputs import rules_from_options
 

@@ -6,8 +6,8 @@ import itertools
 
 import numpy as np
 
-from gaplanner.problem import Problem
-from gaplanner.schema import Document
+from gaplanner.documents.schema import Document
+from gaplanner.problem.problem import Problem
 
 
 def happens_before(doc: Document) -> set[tuple[str, str]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gaplanner.cli import ProgressLine, main
-from gaplanner.plan import GenerationRecord
+from gaplanner.plans.plan import GenerationRecord
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -299,8 +299,8 @@ def strip(model: Any) -> Any:
 
 def _planning_document(model: Any) -> dict[str, Any] | str:
     """What gaplanner's importer makes of ``model``: the document's data, or its one-line error."""
+    from gaplanner.documents.onnx_import import import_onnx
     from gaplanner.errors import InputError
-    from gaplanner.onnx_import import import_onnx
 
     try:
         return import_onnx(model).model_dump(exclude={"name"})

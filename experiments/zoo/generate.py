@@ -1,7 +1,7 @@
 """Generate the model zoo: graph JSON for six CNNs, from Keras model definitions.
 
     pip install -e '.[zoo-build]'
-    KERAS_BACKEND=numpy python -m experiments.zoo.generate        # writes gaplanner/zoo/*.json
+    KERAS_BACKEND=numpy python -m experiments.zoo.generate        # writes gaplanner/documents/zoo/*.json
 
 ResNet50, MobileNetV1, MobileNetV2, InceptionV3 and DenseNet121 come from
 ``keras.applications`` (``weights=None``: nothing is downloaded); GoogLeNet
@@ -34,9 +34,9 @@ os.environ.setdefault("KERAS_BACKEND", "numpy")
 import keras
 from keras import layers
 
-from gaplanner.document_writer import document_text
+from gaplanner.documents.writer import document_text
 
-OUT = Path(__file__).resolve().parents[2] / "gaplanner" / "zoo"
+OUT = Path(__file__).resolve().parents[2] / "gaplanner" / "documents" / "zoo"
 BATCH = 1
 
 

@@ -1,0 +1,1 @@
+"""gaplanner inside other tools (ExecuTorch)."""

@@ -1,0 +1,1 @@
+"""Plans: the plan types, their verification, plan files, capacity answers and reports."""

@@ -1,0 +1,88 @@
+"""Plan files: reading a plan's offsets and memories back, writing plans as text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gaplanner.errors import InputError
+from gaplanner.problem.loading import _csv_rows, _integer_column, _read_json, _read_text, _resolve
+from gaplanner.problem.problem import Problem
+
+
+def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
+    """Offsets of a plan file (the JSON plan, or a CSV with ``id`` and ``offset`` columns)."""
+    path = _resolve(source)
+    if path.suffix.lower() == ".csv":
+        header, rows = _csv_rows(_read_text(path).splitlines(), path.name)
+        if not {"id", "offset"} <= set(header):
+            raise InputError("a CSV plan needs id and offset columns", "plan")
+        pairs = dict(zip((r["id"] for r in rows), _integer_column(rows, "offset", 2), strict=True))
+    else:
+        data = _read_json(path)
+        blocks = data.get("blocks") if isinstance(data, dict) else None
+        if not isinstance(blocks, list):
+            raise InputError("a JSON plan needs a 'blocks' list", "plan.blocks")
+        try:
+            pairs = {str(b["id"]): int(b["offset"]) for b in blocks}
+        except (KeyError, TypeError, ValueError):
+            raise InputError("every block needs an id and an integer offset", "plan.blocks") from None
+    missing = [bid for bid in problem.ids if bid not in pairs]
+    if missing:
+        raise InputError(f"the plan has no offset for block {missing[0]!r}", "plan.blocks")
+    extra = set(pairs) - set(problem.ids) - set(problem.tensors.ids if problem.tensors else ())
+    if extra:
+        raise InputError(f"the plan places unknown block {sorted(extra)[0]!r}", "plan.blocks")
+    return np.array([pairs[bid] for bid in problem.ids], np.int64)
+
+
+def read_tensor_offsets(problem: Problem, source: str | Path) -> dict[str, int]:
+    """Every tensor's offset from a plan file: its ``tensors`` list, else its blocks' offsets."""
+    path = _resolve(source)
+    if path.suffix.lower() == ".csv":
+        header, csv_rows = _csv_rows(_read_text(path).splitlines(), path.name)
+        if not {"id", "offset"} <= set(header):
+            raise InputError("a CSV plan needs id and offset columns", "plan")
+        offsets = _integer_column(csv_rows, "offset", 2)
+        return {row["id"]: int(offset) for row, offset in zip(csv_rows, offsets, strict=True)}
+    data = _read_json(path)
+    rows = data.get("tensors") if isinstance(data, dict) else None
+    if rows is None:
+        offsets = read_offsets(problem, source)
+        assert problem.tensors is not None
+        return {
+            t: int(offsets[b]) for t, b in zip(problem.tensors.ids, problem.tensors.block_of, strict=True)
+        }
+    if not isinstance(rows, list):
+        raise InputError("'tensors' must be a list", "plan.tensors")
+    try:
+        return {str(row["id"]): int(row["offset"]) for row in rows}
+    except (KeyError, TypeError, ValueError):
+        raise InputError("every tensor needs an id and an integer offset", "plan.tensors") from None
+
+
+def read_memories(problem: Problem, source: str | Path) -> dict[str, str]:
+    """Each block's or tensor's memory from a plan file across memories (a ``memory`` per row)."""
+    path = _resolve(source)
+    if path.suffix.lower() == ".csv":
+        header, rows = _csv_rows(_read_text(path).splitlines(), path.name)
+        if "memory" not in header:
+            raise InputError("a plan across memories needs a memory column", "plan")
+        return {row["id"]: row["memory"] for row in rows}
+    data = _read_json(path)
+    rows = (data.get("tensors") or data.get("blocks")) if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise InputError("a JSON plan needs a 'blocks' list", "plan.blocks")
+    try:
+        return {str(row["id"]): str(row["memory"]) for row in rows}
+    except (KeyError, TypeError):
+        raise InputError("every block of a plan across memories needs a memory", "plan.blocks") from None
+
+
+def write_text(path: str | Path | None, text: str) -> None:
+    """Write to a file, or to stdout when ``path`` is None or ``-``."""
+    if path is None or str(path) == "-":
+        print(text, end="" if text.endswith("\n") else "\n")
+    else:
+        Path(path).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

@@ -1,0 +1,224 @@
+"""Plans: verified offsets plus what a user wants to know about them.
+
+:func:`make_plan` is the only way the library builds a :class:`Plan`, and it
+verifies the offsets first: a plan that leaves the library is a valid plan.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from gaplanner.errors import PlanError
+from gaplanner.plans.tensor_check import check_tensor_plan
+from gaplanner.plans.verify import verify
+from gaplanner.problem.clocks import format_clock
+from gaplanner.problem.problem import Problem, TensorMap
+
+
+@dataclass(frozen=True)
+class GenerationRecord:
+    """One line of a search's convergence trace (a generation of the GA, a batch of random search)."""
+
+    generation: int
+    best_peak: int
+    mean_peak: float
+    evaluations: int
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    """What a search did: its generations (random search: batches), evaluations and settings."""
+
+    generations: int
+    evaluations: int
+    seed: int
+    population: int | None = None
+
+
+@dataclass(frozen=True)
+class RayStats:
+    """How a search ran on Ray: its islands, worker processes, start-up time and worker restarts."""
+
+    islands: int
+    workers: int
+    startup_seconds: float
+    restarts: int
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """A verified placement of every block of a problem.
+
+    ``lower_bound`` is the best bound known, the problem's own or a higher one
+    a search proved; ``bound_origin`` says where it comes from (``max load``,
+    ``clique``, or the search's name for it). ``trace``, ``stop_reason`` and
+    ``search`` are set by the searches, ``ray`` by a search that ran on Ray.
+    """
+
+    algorithm: str
+    problem: Problem
+    offsets: np.ndarray
+    peak: int
+    elapsed: float
+    lower_bound: int
+    bound_origin: str
+    stop_reason: str | None = None
+    trace: tuple[GenerationRecord, ...] = ()
+    search: SearchStats | None = None
+    ray: RayStats | None = None
+    decode_seconds: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.peak / self.lower_bound if self.lower_bound else 1.0
+
+    @property
+    def optimal(self) -> bool:
+        """Proven optimal: the peak meets the lower bound."""
+        return self.peak <= self.lower_bound
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON data (the CLI's and the service's output)."""
+        problem = self.problem
+        return {
+            "name": problem.name,
+            "algorithm": self.algorithm,
+            "peak": self.peak,
+            "lower_bound": self.lower_bound,
+            "ratio": round(self.ratio, 6),
+            "optimal": self.optimal,
+            "elapsed_seconds": round(self.elapsed, 6),
+            "blocks": [
+                {"id": bid, "offset": int(off), "size": int(size)}
+                for bid, off, size in zip(problem.ids, self.offsets, problem.sizes, strict=True)
+            ],
+            **({"tensors": self.tensor_rows()} if problem.tensors is not None else {}),
+            **self._search_dict(),
+        }
+
+    def tensor_offsets(self) -> dict[str, int]:
+        """Every tensor's offset: its block's (a graph's views and in-place outputs share one)."""
+        tensors = self.problem.tensors
+        if tensors is None:
+            return {bid: int(off) for bid, off in zip(self.problem.ids, self.offsets, strict=True)}
+        return {tid: int(self.offsets[b]) for tid, b in zip(tensors.ids, tensors.block_of, strict=True)}
+
+    def tensor_rows(self) -> list[dict[str, Any]]:
+        """Each tensor of the document with its offset, its size and the tensor whose bytes it shares."""
+        tensors, ids = self.problem.tensors, self.problem.ids
+        assert tensors is not None
+        rows = []
+        for tid, size, b in zip(tensors.ids, tensors.sizes, tensors.block_of, strict=True):
+            row: dict[str, Any] = {"id": tid, "offset": int(self.offsets[b]), "size": int(size)}
+            if ids[b] != tid:
+                row["shares_with"] = ids[b]
+            rows.append(row | tensors.device_fields(len(rows)))
+        return rows
+
+    def _search_dict(self) -> dict[str, Any]:
+        """The search's fields, under the keys the JSON output has always used."""
+        data: dict[str, Any] = {"bound_origin": self.bound_origin}
+        if self.decode_seconds is not None:
+            data["decode_seconds"] = round(self.decode_seconds, 6)
+        if self.search is not None:
+            data.update(generations=self.search.generations, evaluations=self.search.evaluations)
+        if self.stop_reason is not None:
+            data["stop_reason"] = self.stop_reason
+        if self.search is not None:
+            data["seed"] = self.search.seed
+            if self.search.population is not None:
+                data["population"] = self.search.population
+        if self.ray is not None:
+            data.update(ray=True, **asdict(self.ray))
+        if self.search is not None or self.trace:
+            data["trace"] = [asdict(record) for record in self.trace]
+        return data
+
+    def to_csv(self) -> str:
+        """MiniMalloc's CSV with an ``offset`` column (``id,lower,upper,size,offset``).
+
+        A graph's plan has a row per tensor and a ``shares_with`` column naming
+        the tensor whose bytes a view or an in-place output shares.
+        """
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        p, tensors = self.problem, self.problem.tensors
+        if tensors is None:
+            writer.writerow(["id", "lower", "upper", "size", "offset"])
+            for i in range(p.n):
+                lifetime = [p.lower[i], p.upper[i]]
+                if p.clocks is not None:  # omnimalloc's vector clocks, a:b:c
+                    lifetime = [format_clock(p.clocks.lower[i]), format_clock(p.clocks.upper[i])]
+                writer.writerow([p.ids[i], *lifetime, p.sizes[i], self.offsets[i]])
+            return out.getvalue()
+        extra = device_columns(tensors)
+        writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with", *extra])
+        for t, row in enumerate(self.tensor_rows()):
+            lifetime = [tensors.lower[t], tensors.upper[t]]
+            cells = [row["id"], *lifetime, row["size"], row["offset"], row.get("shares_with", "")]
+            writer.writerow(cells + device_cells(row, extra))
+        return out.getvalue()
+
+
+def device_columns(tensors: TensorMap) -> list[str]:
+    """A graph with devices: the CSV's extra columns (each tensor's devices, its alignment)."""
+    return ["devices", "alignment"] if tensors.devices is not None else []
+
+
+def device_cells(row: dict[str, Any], columns: list[str]) -> list[Any]:
+    """A tensor row's cells under :func:`device_columns` (devices separated by spaces)."""
+    return [" ".join(row[c]) if c == "devices" else row[c] for c in columns]
+
+
+def make_plan(
+    problem: Problem,
+    offsets: np.ndarray,
+    algorithm: str,
+    started: float,
+    *,
+    stop_reason: str | None = None,
+    trace: Sequence[GenerationRecord] = (),
+    search: SearchStats | None = None,
+    ray: RayStats | None = None,
+    decode_seconds: float | None = None,
+    proved_bound: int | None = None,
+    bound_origin: str | None = None,
+) -> Plan:
+    """Verify ``offsets`` and wrap them in a :class:`Plan` (``started``: a perf_counter time).
+
+    ``proved_bound`` / ``bound_origin``: a lower bound the search proved (for
+    example an exact search that exhausted every smaller arena) and its name.
+    """
+    offsets = np.asarray(offsets, np.int64)
+    peak = int((offsets + problem.sizes).max())
+    verify(problem, offsets, peak)
+    lower_bound, origin = problem.lower_bound, "max load" if problem.interval_conflicts else "clique"
+    if proved_bound is not None and proved_bound > lower_bound:
+        lower_bound, origin = proved_bound, bound_origin or "search"
+    plan = Plan(
+        algorithm,
+        problem,
+        offsets,
+        peak,
+        0.0,
+        lower_bound,
+        origin,
+        stop_reason=stop_reason,
+        trace=tuple(trace),
+        search=search,
+        ray=ray,
+        decode_seconds=decode_seconds,
+    )
+    if problem.document is not None:
+        violation = check_tensor_plan(problem.document, problem.rules, plan.tensor_offsets(), peak)
+        if violation is not None:
+            raise PlanError(f"the plan breaks the model's rules: {violation}")
+    return replace(plan, elapsed=time.perf_counter() - started)

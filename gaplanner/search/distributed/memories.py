@@ -1,0 +1,85 @@
+"""The search across memories on Ray: one search per worker, each with its own seed, the best plan kept.
+
+The memory GA (:func:`gaplanner.search.memories.search.memory_ga`) has no islands to
+migrate between, so its distributed form is the simplest one: ``workers``
+independent searches, seeds ``seed``, ``seed + 1``, ..., on Ray workers when
+that pays off (:func:`~gaplanner.search.distributed.cost.ray_pays_off`, as for the
+islands), and the plan with the least access cost, then the smallest peaks,
+verified again here: searches ended by a generation limit give the best of
+the same seeds run one after another in this process. Where Ray does not pay
+off, the first seed's search runs alone in this process (as with one worker):
+several searches there would share one time limit for no gain.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from typing import Any
+
+from gaplanner.plans.memory_plan import MemoryPlan, make_memory_plan
+from gaplanner.problem.problem import Problem
+from gaplanner.search.distributed.cost import ray_pays_off
+from gaplanner.search.distributed.session import ray_session
+from gaplanner.search.ga import GASettings, StopCheck
+
+#: How often the driver asks whether to stop while the searches run, in seconds.
+POLL_SECONDS = 0.1
+
+
+def _search(problem: Problem, settings: GASettings) -> MemoryPlan:
+    from gaplanner.search.memories.search import memory_ga  # in the worker process
+
+    return memory_ga(problem, settings)
+
+
+def best_memory_plan(plans: list[MemoryPlan]) -> MemoryPlan:
+    """Least access cost, then the smallest sum of peaks, then the first seed (as the GA ranks plans)."""
+    return min(plans, key=lambda plan: (plan.cost, int(plan.peaks.sum())))
+
+
+def solve_memories_on_workers(
+    problem: Problem,
+    settings: GASettings | None = None,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    should_stop: StopCheck | None = None,
+) -> MemoryPlan:
+    """The best of ``workers`` memory searches (seeds from ``settings.seed`` up), on Ray when it pays off.
+
+    ``should_stop``: asked while the searches run; True keeps the plans that
+    have come back (or, if none has, waits for the first).
+    """
+    from gaplanner.search.memories.search import memory_ga
+
+    settings = settings or GASettings()
+    workers = workers or os.cpu_count() or 1
+    if not ray_pays_off(problem, settings, workers, ray_address):
+        return memory_ga(problem, settings, should_stop=should_stop)
+    seeds = [replace(settings, seed=settings.seed + k) for k in range(workers)]
+    started = time.perf_counter()
+    with ray_session(ray_address) as ray:
+        search = ray.remote(num_cpus=1)(_search)
+        plans = _gather(ray, [search.remote(problem, s) for s in seeds], should_stop)
+    best = best_memory_plan(plans)
+    return make_memory_plan(  # verified again here, against this process's problem
+        problem, best.memory_of, best.offsets, best.algorithm, started,
+        generations=best.generations, evaluations=sum(plan.evaluations or 0 for plan in plans),
+    )  # fmt: skip
+
+
+def _gather(ray: Any, pending: list[Any], should_stop: StopCheck | None) -> list[MemoryPlan]:
+    """Every search's plan, in seed order; on a stop request, those finished (at least one)."""
+    order = {ref: k for k, ref in enumerate(pending)}
+    done: dict[int, MemoryPlan] = {}
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_SECONDS)
+        for ref in ready:
+            done[order[ref]] = ray.get(ref)
+        if done and pending and should_stop is not None and should_stop():
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            break
+    return [done[k] for k in sorted(done)]

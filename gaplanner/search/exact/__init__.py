@@ -1,0 +1,1 @@
+"""The exact search (branch and bound over placements) and its reductions."""

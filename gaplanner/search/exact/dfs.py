@@ -1,0 +1,538 @@
+"""The exact search's depth-first search over canonical placements (numba), one target at a time.
+
+A :class:`Probe` asks: can every block of a part lie below ``target``? Its
+search places blocks one per level, each on its floor (the lowest aligned
+offset above the placed blocks it conflicts with), in non-decreasing order of
+(floor, rank). See :mod:`gaplanner.search.exact.search` for why each rule keeps the search
+complete. The whole state lives in arrays, so :meth:`Probe.run` searches a
+slice of placements and returns; the caller reads the clock between slices.
+
+**Splitting as it goes.** When a placement leaves the unplaced blocks of the
+current group in several connected pieces (no unplaced conflict between
+them), each piece becomes a group of its own and is solved in turn, all from
+the same starting key. Pieces do not constrain each other, so when one piece
+has no plan the search jumps back over the pieces solved before it, to the
+placement that split them, instead of retrying their placements one by one.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from gaplanner.search.exact.parts import Part
+
+FOUND, INFEASIBLE, PAUSED, NEED_SPACE = 0, 1, 2, 3
+
+#: Block orders for the tie-break rank (MiniMalloc's: lifetime width, area, heaviest clique; descending).
+HEURISTICS: tuple[str, ...] = ("WAT", "TAW", "TWA")
+
+_BIG = np.iinfo(np.int64).max
+
+# Positions in the tuple of the part's arrays (read-only during the search).
+(SIZES, ALIGNS, FIXED, RANK, TWIN, TWIN_CLASS, NBR_PTR, NBR_IDX, CLQ_PTR, CLQ_IDX, BC_PTR, BC_IDX,
+ ORDER_KEYS, WIDTH, AREA, SIZE_KEY) = range(16)  # fmt: skip
+#: Codes of the block features in ``p[ORDER_KEYS]`` (see :data:`HEURISTICS`).
+KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3}
+# Positions in the tuple of state arrays.
+(OFFSETS, MIN_OFF, FLOOR, TOTAL, GRP, GRP_LEFT, GRP_FRAME, CLQ_GRP, RANK_NOW,  # per block, group, clique
+ LV_BLK, LV_OFF, LV_RANK, LV_DONE, LV_HEIGHT, LV_MO, LV_FL, LV_GROUP, LV_ROOT,  # per level
+ F_START, F_PARENT, F_FIRST, F_COUNT, F_CUR, F_RK,  # per frame (a split)
+ MO_B, MO_V, FL_C, FL_V, RK_B, RK_V, STAMP, AFFECTED, QUEUE, NEAR, WITNESS, SC) = range(36)  # fmt: skip
+# Scalars in state[SC].
+DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP, SPLITS = range(9)
+
+
+@nb.njit(cache=True)
+def _align_up(x, alignment):
+    return (x + alignment - 1) // alignment * alignment
+
+
+@nb.njit(cache=True)
+def _lowest_top(p, s, g):
+    """The lowest top an unplaced movable block of group ``g`` could reach: no block goes at or above it."""
+    sizes, fixed, offsets, min_off, grp = p[SIZES], p[FIXED], s[OFFSETS], s[MIN_OFF], s[GRP]
+    height = _BIG
+    for b in range(len(sizes)):
+        if offsets[b] < 0 and fixed[b] < 0 and grp[b] == g:
+            height = min(height, min_off[b] + sizes[b])
+    return height
+
+
+@nb.njit(cache=True)
+def _next_candidate(p, s, d):
+    """The unplaced block of level ``d``'s group with the smallest (floor, rank) above the level's key."""
+    rank, twin_prev, offsets, min_off, grp = s[RANK_NOW], p[TWIN], s[OFFSETS], s[MIN_OFF], s[GRP]
+    g, key_off, key_rank, height = s[LV_GROUP][d], s[LV_OFF][d], s[LV_RANK][d], s[LV_HEIGHT][d]
+    best, best_off, best_rank = -1, _BIG, _BIG
+    for b in range(len(rank)):
+        if offsets[b] >= 0 or grp[b] != g:
+            continue
+        o, r = min_off[b], rank[b]
+        if o >= height or o < key_off or (o == key_off and r <= key_rank):
+            continue
+        if o < best_off or (o == best_off and r < best_rank):
+            twin = twin_prev[b]
+            if twin >= 0 and offsets[twin] < 0 and grp[twin] == g:  # its identical twin goes first
+                continue
+            best, best_off, best_rank = b, o, r
+    return best
+
+
+@nb.njit(cache=True)
+def _take_back(p, s, b):
+    """Unplace ``b`` (its own totals and counts; the logs are rolled back by :func:`_roll_back`)."""
+    bc_ptr, bc_idx, total = p[BC_PTR], p[BC_IDX], s[TOTAL]
+    for e in range(bc_ptr[b], bc_ptr[b + 1]):
+        total[bc_idx[e]] += p[SIZES][b]
+    s[OFFSETS][b] = -1
+    s[GRP_LEFT][s[GRP][b]] += 1
+
+
+@nb.njit(cache=True)
+def _roll_back(s, mo_mark, fl_mark):
+    """Restore floors and clique floors changed since the marks."""
+    sc, min_off, floor = s[SC], s[MIN_OFF], s[FLOOR]
+    for k in range(sc[MO_TOP] - 1, mo_mark - 1, -1):
+        min_off[s[MO_B][k]] = s[MO_V][k]
+    for k in range(sc[FL_TOP] - 1, fl_mark - 1, -1):
+        floor[s[FL_C][k]] = s[FL_V][k]
+    sc[MO_TOP], sc[FL_TOP] = mo_mark, fl_mark
+
+
+@nb.njit(cache=True)
+def _place(p, s, c, capacity):
+    """Place ``c`` on its floor and propagate; (still feasible, unplaced blocks conflicting with ``c``)."""
+    sizes, aligns, fixed, nbr_ptr, nbr_idx = p[SIZES], p[ALIGNS], p[FIXED], p[NBR_PTR], p[NBR_IDX]
+    clq_ptr, clq_idx, bc_ptr, bc_idx = p[CLQ_PTR], p[CLQ_IDX], p[BC_PTR], p[BC_IDX]
+    offsets, min_off, floor, total, sc = s[OFFSETS], s[MIN_OFF], s[FLOOR], s[TOTAL], s[SC]
+    mo_b, mo_v, fl_c, fl_v, stamp, affected = s[MO_B], s[MO_V], s[FL_C], s[FL_V], s[STAMP], s[AFFECTED]
+    witness = s[WITNESS]
+    off = min_off[c]
+    top = off + sizes[c]
+    g = s[GRP][c]
+    offsets[c] = off
+    s[GRP_LEFT][g] -= 1
+    ok = top <= capacity
+    above = 0
+    sc[STAMP_NOW] += 1  # a fresh stamp for the cliques this placement affects
+    n_affected = 0
+    mo_top = sc[MO_TOP]
+    for e in range(nbr_ptr[c], nbr_ptr[c + 1]):
+        x = nbr_idx[e]
+        if offsets[x] >= 0:
+            continue
+        above += 1
+        if min_off[x] >= top:
+            continue
+        mo_b[mo_top], mo_v[mo_top] = x, min_off[x]
+        mo_top += 1
+        raised = _align_up(top, aligns[x])
+        min_off[x] = raised
+        if (fixed[x] >= 0 and raised > fixed[x]) or raised + sizes[x] > capacity:
+            ok = False
+        for f in range(bc_ptr[x], bc_ptr[x + 1]):
+            q = bc_idx[f]
+            w = witness[q]
+            if stamp[q] != sc[STAMP_NOW] and (w == x or offsets[w] >= 0 or min_off[w] != floor[q]):
+                # The clique's floor is still its witness's floor unless the witness moved or is placed.
+                stamp[q] = sc[STAMP_NOW]
+                affected[n_affected] = q
+                n_affected += 1
+    sc[MO_TOP] = mo_top
+    fl_top = sc[FL_TOP]
+    for e in range(bc_ptr[c], bc_ptr[c + 1]):
+        q = bc_idx[e]
+        total[q] -= sizes[c]
+        if floor[q] < top:  # every unplaced member conflicts with c and goes above it
+            fl_c[fl_top], fl_v[fl_top] = q, floor[q]
+            fl_top += 1
+            floor[q] = top
+    for k in range(n_affected):  # no unplaced member goes below the lowest floor among them
+        q = affected[k]
+        lowest = _BIG
+        for e in range(clq_ptr[q], clq_ptr[q + 1]):
+            y = clq_idx[e]
+            if offsets[y] < 0 and min_off[y] < lowest:
+                lowest = min_off[y]
+                witness[q] = y
+        if lowest != _BIG and floor[q] < lowest:
+            fl_c[fl_top], fl_v[fl_top] = q, floor[q]
+            fl_top += 1
+            floor[q] = lowest
+    sc[FL_TOP] = fl_top
+    if ok:
+        clq_grp = s[CLQ_GRP]
+        for q in range(len(total)):
+            if total[q] > 0:
+                # Within the group, blocks come in non-decreasing offset: none goes below c.
+                lowest = max(floor[q], off) if clq_grp[q] == g else floor[q]
+                if lowest + total[q] > capacity:
+                    ok = False
+                    break
+    return ok, above
+
+
+@nb.njit(cache=True)
+def _split(p, s, d, c, above, capacity):
+    """After placing ``c`` at level ``d``: split its group into connected pieces; the pieces' count."""
+    nbr_ptr, nbr_idx, bc_ptr, bc_idx = p[NBR_PTR], p[NBR_IDX], p[BC_PTR], p[BC_IDX]
+    offsets, grp, queue, sc = s[OFFSETS], s[GRP], s[QUEUE], s[SC]
+    g = grp[c]
+    first = sc[NEXT_GROUP]
+    pieces = 0
+    # The group was connected with c: every block in it is joined to a neighbour of c. So once the
+    # walk has reached every unplaced neighbour of c, it has reached the whole group: one piece.
+    near, mark = s[NEAR], sc[NODES]
+    for e in range(nbr_ptr[c], nbr_ptr[c + 1]):
+        near[nbr_idx[e]] = mark
+    for start in range(len(offsets)):
+        if offsets[start] >= 0 or grp[start] != g:
+            continue
+        label = first + pieces
+        pieces += 1
+        grp[start] = label
+        head, tail = 0, 1
+        queue[0] = start
+        reached = int(near[start] == mark)
+        while head < tail:
+            if pieces == 1 and reached == above:
+                for k in range(tail):
+                    grp[queue[k]] = g
+                return 1
+            b = queue[head]
+            head += 1
+            for e in range(nbr_ptr[b], nbr_ptr[b + 1]):
+                x = nbr_idx[e]
+                if offsets[x] < 0 and grp[x] == g:
+                    grp[x] = label
+                    queue[tail] = x
+                    tail += 1
+                    reached += near[x] == mark
+        s[GRP_LEFT][label] = tail
+    if pieces < 2:  # one piece: give the blocks their group back
+        for b in range(len(offsets)):
+            if grp[b] == first:
+                grp[b] = g
+        return pieces
+    _hardest_first(p, s, first, pieces, capacity)
+    f = sc[FRAMES]
+    sc[FRAMES] += 1
+    sc[NEXT_GROUP] += pieces
+    s[F_START][f], s[F_PARENT][f], s[F_FIRST][f], s[F_COUNT][f], s[F_CUR][f] = d + 1, g, first, pieces, 0
+    s[F_RK][f] = sc[RK_TOP]
+    for k in range(pieces):
+        s[GRP_FRAME][first + k] = f
+    clq_grp = s[CLQ_GRP]
+    for b in range(len(offsets)):
+        if offsets[b] < 0 and first <= grp[b] < first + pieces:
+            for e in range(bc_ptr[b], bc_ptr[b + 1]):
+                clq_grp[bc_idx[e]] = grp[b]
+    _rerank(p, s, first, pieces)
+    return pieces
+
+
+@nb.njit(cache=True)
+def _rerank(p, s, first, pieces):
+    """Order the pieces' blocks afresh by the heuristic, with each clique's weight what is left unplaced.
+
+    Each piece is a problem of its own, searched from an empty key, as MiniMalloc
+    solves each part it splits off; the old ranks go to a log the frame undoes.
+    Interchangeable blocks keep their order among themselves (see :func:`_next_candidate`).
+    """
+    offsets, grp, total, rank, sc = s[OFFSETS], s[GRP], s[TOTAL], s[RANK_NOW], s[SC]
+    bc_ptr, bc_idx, twin_class, keys = p[BC_PTR], p[BC_IDX], p[TWIN_CLASS], p[ORDER_KEYS]
+    n = len(offsets)
+    members = np.empty(n, np.int64)
+    k = 0
+    for b in range(n):
+        if offsets[b] < 0 and first <= grp[b] < first + pieces:
+            members[k] = b
+            k += 1
+    members = members[:k]
+    heaviest = np.zeros(k, np.int64)
+    for i in range(k):
+        b = members[i]
+        for e in range(bc_ptr[b], bc_ptr[b + 1]):
+            heaviest[i] = max(heaviest[i], total[bc_idx[e]])
+    order = np.arange(k)
+    for j in range(len(keys) - 1, -1, -1):  # stable sorts, last key first: descending, ties by index
+        code = keys[j]
+        key = heaviest if code == 0 else p[WIDTH + code - 1][members]
+        order = order[np.argsort(-key[order], kind="mergesort")]
+    fresh = np.empty(k, np.int64)
+    fresh[order] = np.arange(k)
+    kind = np.empty(k, np.int64)
+    for i in range(k):
+        c = twin_class[members[i]]
+        kind[i] = c if c >= 0 else n + members[i]
+    by_fresh = np.argsort(kind * (k + 1) + fresh, kind="mergesort")
+    by_chain = np.argsort(kind * (n + 1) + p[RANK][members], kind="mergesort")
+    top = sc[RK_TOP]
+    for i in range(k):
+        b = members[by_chain[i]]
+        s[RK_B][top], s[RK_V][top] = b, rank[b]
+        top += 1
+        rank[b] = fresh[by_fresh[i]]
+    sc[RK_TOP] = top
+
+
+@nb.njit(cache=True)
+def _hardest_first(p, s, first, pieces, capacity):
+    """Renumber the pieces by their least slack under the target: the one most likely to fail goes first."""
+    bc_ptr, bc_idx, offsets, grp, floor, total = p[BC_PTR], p[BC_IDX], s[OFFSETS], s[GRP], s[FLOOR], s[TOTAL]
+    slack = np.full(pieces, _BIG, np.int64)
+    for b in range(len(offsets)):
+        k = grp[b] - first
+        if offsets[b] < 0 and 0 <= k < pieces:
+            for e in range(bc_ptr[b], bc_ptr[b + 1]):
+                q = bc_idx[e]
+                slack[k] = min(slack[k], capacity - floor[q] - total[q])
+    order = np.argsort(slack, kind="mergesort")
+    new_label = np.empty(pieces, np.int64)
+    left = s[GRP_LEFT][first : first + pieces].copy()
+    for position in range(pieces):
+        new_label[order[position]] = first + position
+        s[GRP_LEFT][first + position] = left[order[position]]
+    for b in range(len(offsets)):
+        k = grp[b] - first
+        if offsets[b] < 0 and 0 <= k < pieces:
+            grp[b] = new_label[k]
+
+
+@nb.njit(cache=True)
+def _enter(p, s, d, g, root, key_off, key_rank):
+    """Start level ``d`` on group ``g``; ``root``: the frame whose piece starts here, or -1."""
+    s[LV_GROUP][d], s[LV_ROOT][d], s[LV_OFF][d], s[LV_RANK][d], s[LV_DONE][d] = g, root, key_off, key_rank, 0
+    s[LV_HEIGHT][d] = _lowest_top(p, s, g)
+
+
+@nb.njit(cache=True)
+def _pop_frames(p, s, keep):
+    """Drop the frames from ``keep`` up: their pieces' blocks and cliques go back to the group split."""
+    sc, grp, clq_grp, rank = s[SC], s[GRP], s[CLQ_GRP], s[RANK_NOW]
+    if keep < sc[FRAMES]:
+        for k in range(sc[RK_TOP] - 1, s[F_RK][keep] - 1, -1):
+            rank[s[RK_B][k]] = s[RK_V][k]
+        sc[RK_TOP] = s[F_RK][keep]
+    for f in range(sc[FRAMES] - 1, keep - 1, -1):
+        first, last, parent = s[F_FIRST][f], s[F_FIRST][f] + s[F_COUNT][f], s[F_PARENT][f]
+        for b in range(len(grp)):
+            if first <= grp[b] < last:
+                grp[b] = parent
+        for q in range(len(clq_grp)):
+            if first <= clq_grp[q] < last:
+                clq_grp[q] = parent
+        sc[NEXT_GROUP] = first
+    sc[FRAMES] = keep
+
+
+@nb.njit(cache=True)
+def _advance(p, s, d):
+    """Level ``d``'s group is complete: start the next piece to solve; False when nothing is left."""
+    g = s[LV_GROUP][d]
+    while True:
+        f = s[GRP_FRAME][g]
+        if f < 0:
+            return False
+        if s[F_CUR][f] + 1 < s[F_COUNT][f]:
+            s[F_CUR][f] += 1
+            _enter(p, s, d, s[F_FIRST][f] + s[F_CUR][f], f, -1, -1)
+            return True
+        g = s[F_PARENT][f]  # every piece done: the group that was split is done too
+
+
+@nb.njit(cache=True, nogil=True)
+def search(p, s, capacity, budget):
+    """Search for at most ``budget`` placements from the state ``s``: FOUND, INFEASIBLE or PAUSED."""
+    sc = s[SC]
+    n = len(p[SIZES])
+    nodes = 0
+    while True:
+        d = sc[DEPTH]
+        if d == n:
+            return FOUND
+        if s[GRP_LEFT][s[LV_GROUP][d]] == 0:
+            if not _advance(p, s, d):
+                return FOUND
+            continue
+        if nodes >= budget:
+            return PAUSED
+        c = -1 if s[LV_DONE][d] else _next_candidate(p, s, d)
+        if c < 0:
+            root = s[LV_ROOT][d]
+            if root >= 0:  # a piece has no plan: neither has the split, whatever the pieces before it did
+                back = s[F_START][root] - 1
+                for k in range(d - 1, back, -1):
+                    _take_back(p, s, s[LV_BLK][k])
+                _pop_frames(p, s, root)
+            elif d == 0:
+                return INFEASIBLE
+            else:
+                back = d - 1
+            sc[DEPTH] = back
+            _take_back(p, s, s[LV_BLK][back])
+            _roll_back(s, s[LV_MO][back], s[LV_FL][back])
+            continue
+        floors_full = sc[FL_TOP] + (p[BC_PTR][c + 1] - p[BC_PTR][c]) + len(s[TOTAL]) > len(s[FL_C])
+        raises_full = sc[MO_TOP] + (p[NBR_PTR][c + 1] - p[NBR_PTR][c]) > len(s[MO_B])
+        if floors_full or raises_full or sc[RK_TOP] + n > len(s[RK_B]):
+            return NEED_SPACE  # a log could overflow: the caller grows them
+        nodes += 1
+        sc[NODES] += 1
+        s[LV_BLK][d], s[LV_OFF][d], s[LV_RANK][d] = c, s[MIN_OFF][c], s[RANK_NOW][c]
+        s[LV_MO][d], s[LV_FL][d] = sc[MO_TOP], sc[FL_TOP]
+        ok, above = _place(p, s, c, capacity)
+        s[LV_DONE][d] = above == 0  # nothing rests on c: if this branch fails, its siblings do too
+        if not ok:
+            _take_back(p, s, c)
+            _roll_back(s, s[LV_MO][d], s[LV_FL][d])
+            continue
+        sc[DEPTH] = d + 1
+        if d + 1 == n:
+            continue
+        g = s[GRP][c]
+        if sc[SPLITS] and above >= 2 and s[GRP_LEFT][g] >= 2 and _split(p, s, d, c, above, capacity) >= 2:
+            f = sc[FRAMES] - 1
+            _enter(p, s, d + 1, s[F_FIRST][f], f, -1, -1)
+        else:
+            _enter(p, s, d + 1, g, -1, s[OFFSETS][c], s[RANK_NOW][c])
+
+
+class Probe:
+    """Is there a plan of ``part`` with every block below ``target``? Answered a slice at a time."""
+
+    def __init__(self, part: Part, target: int, heuristic: str, rank: np.ndarray | None = None) -> None:
+        """``rank``: the blocks' tie-break order (default: by ``heuristic``, see :meth:`Part.rank`)."""
+        self.part, self.target, self.heuristic = part, target, heuristic
+        n, m = len(part.sizes), len(part.clq_ptr) - 1
+        rank = part.rank(heuristic) if rank is None else rank
+        keys = np.array([KEY_CODES[letter] for letter in heuristic], np.int64)
+        features = [np.asarray(part.features[letter], np.int64) for letter in "WAZ"]
+        self.p = (part.sizes, part.aligns, part.fixed, rank, part.twins(rank), part.twin_class,
+                  part.nbr_ptr, part.nbr_idx, part.clq_ptr, part.clq_idx, part.bc_ptr, part.bc_idx,
+                  keys, *features)  # fmt: skip
+        min_off = np.where(part.fixed >= 0, part.fixed, 0).astype(np.int64)
+        floor, total, witness = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
+        for q in range(m):
+            members = part.clq_idx[part.clq_ptr[q] : part.clq_ptr[q + 1]]
+            witness[q] = members[np.argmin(min_off[members])]
+            floor[q], total[q] = min_off[witness[q]], part.sizes[members].sum()
+        groups = 2 * n + 2
+        grp_left, grp_frame = np.zeros(groups, np.int64), np.full(groups, -1, np.int64)
+        grp_left[0] = n
+        levels = [np.zeros(n + 1, np.int64) for _ in range(LV_ROOT - LV_BLK + 1)]
+        frames = [np.zeros(n + 1, np.int64) for _ in range(F_RK - F_START + 1)]
+        # Along one branch each block is placed once and raises each neighbour's floor at most once; a
+        # placement logs each clique of the block and each clique of a raised neighbour at most once.
+        # The logs of floors start at a guess (on dense conflicts, all of them would not fit in memory
+        # once per probe) and grow when a placement could overflow them.
+        logs = [np.zeros(min(len(part.nbr_idx), 64 * n) + 1, np.int64) for _ in range(2)]
+        logs += [np.zeros(2 * len(part.bc_idx) + 4 * m + 16, np.int64) for _ in range(2)]
+        logs += [np.zeros(4 * n + 16, np.int64) for _ in range(2)]  # ranks the pieces of splits replace
+        self.s = (
+            np.full(n, -1, np.int64), min_off, floor, total, np.zeros(n, np.int64), grp_left, grp_frame,
+            np.zeros(m, np.int64), rank.astype(np.int64), *levels, *frames, *logs, np.zeros(m, np.int64),
+            np.zeros(m, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), witness,
+            np.zeros(9, np.int64),
+        )  # fmt: skip
+        self.s[SC][NEXT_GROUP] = 1  # group 0 holds every block at the start
+        self.s[SC][SPLITS] = not part.large
+        _enter(self.p, self.s, 0, 0, -1, -1, -1)
+        fits = (floor + total <= target).all() and (min_off + part.sizes <= target).all()
+        self.status = PAUSED if fits else INFEASIBLE
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.s[OFFSETS]
+
+    @property
+    def nodes(self) -> int:
+        return int(self.s[SC][NODES])
+
+    def run(self, budget: int) -> int:
+        """Search up to ``budget`` more placements; the status (FOUND, INFEASIBLE or PAUSED)."""
+        while self.status == PAUSED:
+            status = search(self.p, self.s, self.target, budget)
+            if status != NEED_SPACE:
+                self.status = status
+                break
+            self._grow_logs()
+        return self.status
+
+    def _grow_logs(self) -> None:
+        """Double each log (its entries and values) that one more placement could overflow.
+
+        Only those: on a large part the log of raised floors alone grows to tens of millions.
+        """
+        part, sc, state = self.part, self.s[SC], list(self.s)
+        most = (np.diff(part.nbr_ptr).max(initial=0), np.diff(part.bc_ptr).max(initial=0) + len(state[TOTAL]),
+                len(part.sizes))  # fmt: skip
+        for first, top, need in zip(
+            (MO_B, FL_C, RK_B), (sc[MO_TOP], sc[FL_TOP], sc[RK_TOP]), most, strict=True
+        ):
+            length = len(state[first])
+            if top + need > length:
+                extra = max(length, top + need - length)
+                for k in (first, first + 1):
+                    state[k] = np.concatenate([state[k], np.zeros(extra, np.int64)])
+        self.s = tuple(state)
+
+
+def luby(i: int) -> int:
+    """The ``i``-th term (from 1) of Luby's restart sequence: 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while i != (1 << k) - 1:
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+    return 1 << (k - 1)
+
+
+class RestartingProbe:
+    """A probe that starts afresh, with a shuffled tie-break order, after Luby's sequence of placements.
+
+    Depth-first search times are heavy-tailed: an order that goes wrong early
+    stays wrong for a long time, while another finds a plan at once. Any of the
+    restarted searches that finishes is as good a proof as a full one.
+    """
+
+    def __init__(self, part: Part, target: int, seed: int, unit: int = 4000, noise: int = 20) -> None:
+        """``unit``: placements before the first restart, at least twice the blocks (a whole descent)."""
+        self.part, self.target, self.noise = part, target, noise
+        self.unit = max(unit, 2 * len(part.sizes))
+        self.rng = np.random.default_rng(seed)
+        self.restarts, self.done_nodes = 0, 0
+        self.status = PAUSED
+        self._start()
+
+    def _start(self) -> None:
+        self.restarts += 1
+        heuristic = HEURISTICS[self.restarts % len(HEURISTICS)]
+        base = self.part.rank(heuristic)
+        shuffled = base + self.rng.integers(0, self.noise, len(base))  # each block moves a few places
+        rank = np.empty(len(base), np.int64)
+        rank[np.lexsort((base, shuffled))] = np.arange(len(base))
+        self.probe = Probe(self.part, self.target, heuristic, rank)
+        self.limit = self.unit * luby(self.restarts)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.probe.offsets
+
+    @property
+    def nodes(self) -> int:
+        return self.done_nodes + self.probe.nodes
+
+    def run(self, budget: int) -> int:
+        if self.status != PAUSED:
+            return self.status
+        status = self.probe.run(min(budget, self.limit - self.probe.nodes))
+        if status == PAUSED and self.probe.nodes >= self.limit:
+            self.done_nodes += self.probe.nodes
+            self._start()
+        self.status = status
+        return status

@@ -1,0 +1,205 @@
+"""Population fitness: decode every individual at once and score it.
+
+An individual is an allocation order (a row of a 2-D int64 array). Its
+scores, in the order they rank it:
+
+1. the *peak* of its first-fit placement (minimised);
+2. its *excess*: the area (bytes x lifetime) of block memory above the lower
+   bound (minimised). Two plans with the same peak are rarely equally close to
+   a lower one: the excess says how much must still come down, so selection
+   has a slope to follow across the long plateaus of equal peaks;
+3. its *contiguity of reuse* (maximised): in the sequence of blocks
+   sorted by the start address they were given, the share of adjacent pairs
+   in a reuse relation, i.e. not conflicting, with the later block not larger
+   than the earlier one, so it can sit in the space the earlier one held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from gaplanner.problem.problem import Problem
+from gaplanner.search.decoder import Decoder, decode_row, thread_chunks, workspace
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Fitness of a population, one entry (or row) per individual."""
+
+    peaks: np.ndarray  # int64
+    excess: np.ndarray  # float64: block area (bytes x lifetime) above the lower bound
+    contiguity: np.ndarray  # float64 in [0, 1]
+    offsets: np.ndarray  # int64, (population, blocks)
+
+    def ranking(self, use_excess: bool = True, use_contiguity: bool = True) -> np.ndarray:
+        """Individuals best first: by peak, then lower excess, then higher contiguity.
+
+        Both tie-breaks are optional (for the ablation).
+        """
+        keys = [self.peaks]
+        if use_excess:
+            keys.insert(0, self.excess)
+        if use_contiguity:
+            keys.insert(0, -self.contiguity)
+        return np.lexsort(keys)
+
+    def take(self, index: np.ndarray) -> Scores:
+        return Scores(self.peaks[index], self.excess[index], self.contiguity[index], self.offsets[index])
+
+    def join(self, other: Scores) -> Scores:
+        return Scores(
+            np.concatenate([self.peaks, other.peaks]),
+            np.concatenate([self.excess, other.excess]),
+            np.concatenate([self.contiguity, other.contiguity]),
+            np.concatenate([self.offsets, other.offsets]),
+        )
+
+    def put(self, index: np.ndarray, other: Scores) -> None:
+        """Overwrite the individuals at ``index`` with ``other``'s."""
+        self.peaks[index] = other.peaks
+        self.excess[index] = other.excess
+        self.contiguity[index] = other.contiguity
+        self.offsets[index] = other.offsets
+
+
+@nb.njit(cache=True, inline="always")
+def _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
+    if interval:
+        return lower[a] < upper[b] and lower[b] < upper[a]
+    row = sorted_indices[indptr[a] : indptr[a + 1]]
+    k = np.searchsorted(row, b)
+    return k < len(row) and row[k] == b
+
+
+@nb.njit(cache=True)
+def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
+    """Share of adjacent pairs of ``seq`` (blocks by address) in a reuse relation."""
+    if len(seq) < 2:
+        return 0.0
+    reuse = 0
+    for p in range(len(seq) - 1):
+        a, b = seq[p], seq[p + 1]
+        if sizes[b] <= sizes[a] and not _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
+            reuse += 1
+    return reuse / (len(seq) - 1)
+
+
+@nb.njit(cache=True)
+def _sort_by_address(order, offsets, out):
+    """Write ``order`` stably sorted by ``offsets`` into ``out``.
+
+    A child's order is its parent's address order with a few genes moved, so
+    it is nearly sorted by its own offsets: insertion sort runs in close to
+    linear time there, far faster than a merge sort. Orders
+    far from sorted (random ones) fall back to the merge sort once the moves
+    pass a linear budget.
+    """
+    n = len(order)
+    keys = np.empty(n, offsets.dtype)
+    budget = 16 * n
+    for k in range(n):
+        b = order[k]
+        key, j = offsets[b], k
+        while j > 0 and keys[j - 1] > key:
+            keys[j] = keys[j - 1]
+            out[j] = out[j - 1]
+            j -= 1
+        keys[j] = key
+        out[j] = b
+        budget -= k - j
+        if budget < 0:
+            out[:] = order[np.argsort(offsets[order], kind="mergesort")]
+            return
+
+
+@nb.njit(cache=True, parallel=True, nogil=True)
+def _score_population(
+    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel,
+    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
+):  # fmt: skip
+    """Decode each order, re-sort it by address and score it (in parallel, as the decoder).
+
+    Re-sorting by address is the reuse-ordering step "pre-allocate, then sort
+    by start address". First-fit decoding of the re-sorted order gives every block the
+    offset it had: each block's blockers (the placed neighbours that ruled out
+    lower offsets) lie below it, so they still come first, and the blocks now
+    placed before it that were not lie below it too, in space it did not use.
+    So an individual's stored offsets are exactly those of its stored order,
+    which lets a child be decoded from where it departs from its parent.
+    """
+    for c in nb.prange(chunks):
+        work = workspace(sizes, indptr)
+        for i in range(c, len(orders), chunks):
+            order, row = orders[i], offsets[i]
+            peaks[i] = decode_row(
+                order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
+                False, index_bits, sentinel, work, row,
+            )  # fmt: skip
+            _sort_by_address(order, row, by_address[i])
+            above = 0.0
+            for b in range(len(row)):
+                end = row[b] + sizes[b]
+                if end > floor:
+                    above += float(end - max(row[b], floor)) * durations[b]
+            excess[i] = above
+            if use_contiguity:
+                contiguity[i] = _contiguity(by_address[i], *contiguity_args)
+
+
+class PopulationFitness:
+    """Scores whole populations of orders for one problem."""
+
+    def __init__(self, problem: Problem, use_contiguity: bool = True) -> None:
+        self.problem = problem
+        self.decoder = Decoder.for_problem(problem)
+        self.use_contiguity = use_contiguity
+        self.evaluations = 0
+        indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
+        sorted_indices = indices
+        if use_contiguity and not problem.interval_conflicts:
+            sorted_indices = np.concatenate(
+                [np.sort(indices[indptr[i] : indptr[i + 1]]) for i in range(problem.n)]
+            ).astype(np.int32)
+        # Lifetime lengths on the problem's time axis (a graph's: positions in a linear extension of
+        # its operators), at least 1 so that every block's bytes above the bound count.
+        self._durations = np.maximum(problem.upper - problem.lower, 1).astype(np.float64)
+        self._contiguity_args = (
+            problem.sizes, problem.interval_conflicts, problem.lower, problem.upper, indptr, sorted_indices
+        )  # fmt: skip
+
+    def __call__(
+        self, orders: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, Scores]:
+        """Decode ``orders``; return them re-sorted by address, and their scores.
+
+        ``known``: ``(prefix, offsets)``: the first ``prefix[i]`` blocks of
+        ``orders[i]`` are those of an individual already scored, with offsets
+        ``offsets[i]`` (a child's parent, say); they keep them and only the rest
+        of the row is decoded.
+        """
+        orders = np.ascontiguousarray(orders, np.int64)
+        population = len(orders)
+        d = self.decoder
+        offsets = np.empty(orders.shape, np.int64)
+        if known is None:
+            known = (np.zeros(population, np.int64), offsets)
+        scores = Scores(np.empty(population, np.int64), np.empty(population), np.zeros(population), offsets)
+        by_address = np.empty_like(orders)
+        _score_population(
+            orders, np.ascontiguousarray(known[0], np.int64),
+            d.known_offsets(np.ascontiguousarray(known[1], np.int64)),
+            d.sizes, d.alignments, d.indptr, d.indices, d.pinned, d.index_bits, d.sentinel,
+            self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
+            by_address, offsets, scores.peaks, scores.excess, scores.contiguity, thread_chunks(population),
+        )  # fmt: skip
+        self.evaluations += population
+        return by_address, scores
+
+
+def shared_prefix(orders: np.ndarray, templates: np.ndarray) -> np.ndarray:
+    """Per row, how many leading genes ``orders`` has in common with ``templates``."""
+    differs = orders != templates
+    return np.where(differs.any(axis=1), differs.argmax(axis=1), orders.shape[1])

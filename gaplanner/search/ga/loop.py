@@ -1,0 +1,146 @@
+"""The GA's main loop, in the shape of DEAP's ``algorithms.eaSimple``: step, record, stop or go on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.problem.problem import Problem
+from gaplanner.search.ga.budget import (
+    Pacing,
+    first_generation_seconds,
+    first_generation_too_costly,
+    fit_population_to_budget,
+    seconds_left,
+)
+from gaplanner.search.ga.island import Island, address_order, heuristic_orders, make_islands, migrate
+from gaplanner.search.ga.settings import GASettings
+from gaplanner.search.ga.termination import StopCheck, Termination
+from gaplanner.search.kernels import warm_up
+from gaplanner.search.starting_plans import starting_plans
+
+#: Called with every generation's record as the search goes.
+ProgressCallback = Callable[[GenerationRecord], None]
+
+
+class Exchange(Protocol):
+    """Another search running beside the GA, trading best plans with it once a generation."""
+
+    def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
+        """Take the GA's best plan (offsets per block); give back plans found since the last trade."""
+        ...
+
+
+def run_ga(
+    problem: Problem,
+    settings: GASettings | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+    seed_offsets: Sequence[np.ndarray] = (),
+    exchange: Exchange | None = None,
+) -> Plan:
+    """Search allocation orders; return the best verified plan with its convergence trace.
+
+    The time limit counts from after :func:`~gaplanner.search.kernels.warm_up`: it is the search's budget.
+    ``seed_offsets``: plans (offsets per block) the population starts from, beside the starting plans'
+    (:mod:`gaplanner.search.starting_plans`).
+    ``exchange``: a search beside this one; each plan it gives back replaces an island's worst.
+    """
+    warm_up()
+    started = time.perf_counter()
+    plans = starting_plans(problem)
+    decode_seconds = plans["first-fit"].decode_seconds
+    settings = fit_population_to_budget(problem, settings or GASettings(), decode_seconds)
+    at_bound = plan_at_bound(problem, plans, settings, started)
+    if at_bound is not None:
+        return at_bound
+    if first_generation_too_costly(settings, decode_seconds, started):
+        return _kept(problem, plans, settings, started, "time limit: no generation fits the budget")
+    termination = Termination(settings, problem.lower_bound, should_stop, started)
+    building = time.perf_counter()
+    seeds = [address_order(problem, offsets) for offsets in seed_offsets]
+    islands = make_islands(problem, settings, [*seeds, *heuristic_orders(problem, list(plans.values()))])
+    pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
+    trace: list[GenerationRecord] = []
+    while True:
+        record = generation_record(islands, len(trace), started)
+        trace.append(record)
+        if on_progress is not None:
+            on_progress(record)
+        stop_reason = termination.reason(record.generation, record.best_peak, record.evaluations)
+        step = pacing.next_step(seconds_left(settings, started))
+        if stop_reason is None and step is None:
+            stop_reason = "time limit"
+        if stop_reason is not None:
+            break
+        if exchange is not None:
+            _trade(problem, islands, exchange)
+        pacing.run(step, islands)
+        if len(trace) % settings.migration_interval == 0:
+            migrate(islands, settings.migrants)
+    return make_plan(
+        problem,
+        _best_offsets(islands),
+        "ga",
+        started,
+        stop_reason=stop_reason,
+        trace=trace,
+        search=SearchStats(record.generation, record.evaluations, settings.seed, settings.population),
+    )
+
+
+def _best_offsets(islands: list[Island]) -> np.ndarray:
+    best = min(islands, key=lambda island: island.best_peak)
+    return best.scores.offsets[int(np.argmin(best.scores.peaks))]
+
+
+def _trade(problem: Problem, islands: list[Island], exchange: Exchange) -> None:
+    """Give ``exchange`` the best plan; its plans in return join the islands in turn, as orders by address."""
+    for k, offsets in enumerate(exchange.trade(_best_offsets(islands))):
+        islands[k % len(islands)].immigrate(address_order(problem, offsets)[None])
+
+
+def generation_record(islands: list[Island], generation: int, started: float) -> GenerationRecord:
+    """The trace's record of ``generation``: best and mean peak over all islands, evaluations so far."""
+    peaks = np.concatenate([island.scores.peaks for island in islands])
+    return GenerationRecord(
+        generation=generation,
+        best_peak=int(peaks.min()),
+        mean_peak=float(peaks.mean()),
+        evaluations=sum(island.fitness.evaluations for island in islands),
+        elapsed=time.perf_counter() - started,
+    )
+
+
+def plan_at_bound(
+    problem: Problem, plans: dict[str, Plan], settings: GASettings, started: float
+) -> Plan | None:
+    """The best starting plan as the GA's when it meets the lower bound already (nothing is left to
+    search for), else None."""
+    if min(plan.peak for plan in plans.values()) > problem.lower_bound:
+        return None
+    return _kept(problem, plans, settings, started, "lower bound reached")
+
+
+def _kept(
+    problem: Problem, plans: dict[str, Plan], settings: GASettings, started: float, reason: str
+) -> Plan:
+    """A starting plan as the GA's, when the GA has nothing to add: it is at the lower bound, or not
+    even the first generation fits the time limit. Its trace is that one plan, as generation 0, after
+    the starting plans' decodes."""
+    best, decodes = min(plans.values(), key=lambda plan: plan.peak), len(plans)
+    start = GenerationRecord(0, best.peak, float(best.peak), decodes, time.perf_counter() - started)
+    return make_plan(
+        problem,
+        best.offsets,
+        "ga",
+        started,
+        stop_reason=f"{reason}; {best.algorithm}'s plan kept",
+        trace=[start],
+        search=SearchStats(0, decodes, settings.seed, settings.population),
+    )

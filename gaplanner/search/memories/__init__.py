@@ -1,0 +1,1 @@
+"""The search across several memories: its decoder and its search."""

@@ -1,0 +1,99 @@
+"""The heaviest instant's blocks first: a gapless stack there, a plan every search starts from."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+import gaplanner
+from gaplanner import GASettings, find_violation, load_problem, problem_from_arrays, solve
+from gaplanner.problem.bounds import max_load
+from gaplanner.search.baselines import baseline_plans
+from gaplanner.search.exact.search import ExactSettings
+from gaplanner.search.starting_plans import heaviest_instant_blocks, heaviest_instant_first, starting_plans
+from tests.strategies import SETTINGS, interval_problems
+
+# (start, end, size): every baseline leaves a gap at time 2 or 4 (peaks 10, 9, 9); the max load is 8.
+SMALL = [(5, 6, 4), (2, 3, 2), (2, 5, 3), (4, 6, 3), (0, 5, 2)]
+
+
+def _small() -> gaplanner.Problem:
+    lower, upper, sizes = (np.array(column) for column in zip(*SMALL, strict=True))
+    return problem_from_arrays(sizes, lower, upper)
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=8, alignment=1))
+def test_the_heaviest_instant_costs_exactly_its_load(problem) -> None:
+    plan = heaviest_instant_first(problem)
+    first = heaviest_instant_blocks(problem)
+    assert int(problem.sizes[first].sum()) == max_load(problem.lower, problem.upper, problem.sizes)
+    assert int((plan.offsets[first] + problem.sizes[first]).max()) == int(problem.sizes[first].sum())
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+
+
+def test_it_meets_the_bound_where_every_baseline_leaves_a_gap() -> None:
+    problem = _small()
+    assert problem.lower_bound == 8
+    assert sorted(plan.peak for plan in baseline_plans(problem).values()) == [9, 9, 10]
+    assert heaviest_instant_first(problem).peak == 8
+
+
+def test_the_ga_returns_a_starting_plan_at_the_bound_without_a_generation() -> None:
+    plan = solve(_small(), "ga", GASettings(time_limit=5.0, exact_share=0))
+    assert plan.peak == 8 and plan.optimal
+    assert plan.stop_reason == "lower bound reached; heaviest-instant-first's plan kept"
+    assert plan.search is not None and plan.search.generations == 0
+
+
+def _idle(self, deadline, on_event):
+    time.sleep(0.005)
+    return True
+
+
+def test_beside_the_exact_search_the_gas_plan_at_the_bound_ends_both(monkeypatch) -> None:
+    """The default ga, GA and exact probes side by side: the GA ends at once with the heaviest instant's
+    plan, which it gives the probes as it ends; they hold no plan of their own at the bound here
+    (idle, started from first-fit's and greedy-size's plans alone), so only that ends them."""
+    from gaplanner.search import side_by_side as hybrid
+    from gaplanner.search.exact.search import PartsSearch, incumbent_plan, usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("side by side needs two cores")
+
+    def without_starting_plans(problem, started, seconds):
+        return PartsSearch(problem, incumbent_plan(problem), started, seconds=seconds)
+
+    monkeypatch.setattr(PartsSearch, "_round", _idle)
+    monkeypatch.setattr(hybrid, "start_search", without_starting_plans)
+    plan = solve(_small(), "ga", GASettings(time_limit=30.0))
+    assert plan.peak == 8 and plan.optimal and plan.elapsed < 10.0
+
+
+def test_in_turns_the_exact_turn_ends_at_once_on_a_starting_plan_at_the_bound(monkeypatch) -> None:
+    from gaplanner.search.exact.search import PartsSearch
+
+    monkeypatch.setattr(PartsSearch, "_round", _idle)
+    plan = solve(_small(), "ga", GASettings(time_limit=30.0, exact_share=0.5))
+    assert plan.peak == 8 and plan.optimal and plan.elapsed < 10.0
+
+
+def test_the_islands_start_no_ray_when_a_starting_plan_meets_the_bound() -> None:
+    ray = pytest.importorskip("ray")
+    from gaplanner.search.distributed import run_islands
+
+    plan = run_islands(_small(), GASettings(time_limit=30.0), workers=2)
+    assert plan.peak == 8 and plan.optimal and not ray.is_initialized()
+
+
+def test_a_training_graph_is_planned_at_its_bound_from_the_start(benchmarks) -> None:
+    """iopddl_S: every baseline is above the max load (best-fit-coalescing by 0.44 %); this plan is not."""
+    problem = load_problem(benchmarks / "large" / "iopddl_S_1.csv")
+    plans = starting_plans(problem)
+    assert min(plans[name].peak for name in baseline_plans(problem)) > problem.lower_bound
+    assert plans["heaviest-instant-first"].peak == problem.lower_bound
+    plan = solve(problem, "exact", ExactSettings(time_limit=30.0, threads=1))
+    assert plan.optimal and plan.stop_reason == "optimal" and plan.elapsed < 30.0
