@@ -9,7 +9,7 @@ import pytest
 
 from experiments.bench_pools import joined_bound
 from gaplanner.plans.pool_report import pool_inputs
-from tests.test_pool import chain
+from tests.problem.test_pools import chain
 
 
 def write(tmp_path: Path, name: str, content: object) -> str:

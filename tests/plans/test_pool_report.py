@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gaplanner.plans.pool_report import model_id, pool_inputs
+from tests.problem.test_pools import chain, overlap
 from tests.test_cli import run, write
-from tests.test_pool import chain, overlap
 
 
 def tensor_layout(plan: dict) -> tuple[dict[str, int], dict[str, int]]:

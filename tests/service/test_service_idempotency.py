@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.store import DuplicateKey, JobStore, NewJob
-from tests.test_service_api import finish, settings
+from tests.service.test_service_api import finish, settings
 
 BODY = {"graph": "example:seed000_queue", "options": {"algorithm": "first-fit"}}
 

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from gaplanner.plans.verify import find_memory_violation
 from gaplanner.problem.loading import load_problem
 from service.app import create_app
-from tests.test_service_api import finish, settings, submit
+from tests.service.test_service_api import finish, settings, submit
 
 QUICK = {"generations": 20}
 ROOT = Path(__file__).parents[2]
