@@ -53,7 +53,10 @@ def _stale_copy(root: Path) -> tuple[Path, list[Path]]:
     package = root / "gaplanner"
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
     (package / "__pycache__").mkdir()
-    files = [package / "__pycache__" / "fitness.score-10.py311.nbi", package / "ga" / "__pycache__" / "x.nbc"]
+    files = [
+        package / "__pycache__" / "fitness.score-10.py311.nbi",
+        package / "search" / "ga" / "__pycache__" / "x.nbc",
+    ]
     for path in files:
         path.parent.mkdir(exist_ok=True)
         path.write_text("cache")

@@ -188,7 +188,7 @@ LOCAL_FILE_IMPORTERS = {"torch_import.py"}
 def test_no_module_the_service_runs_imports_a_pickle_loader() -> None:
     loaders = {"pickle", "cPickle", "dill", "cloudpickle", "joblib", "shelve", "marshal", "torch"}
     service_sources = list((ROOT / "service").glob("*.py"))
-    library = [p for p in (ROOT / "gaplanner").glob("*.py") if p.name not in LOCAL_FILE_IMPORTERS]
+    library = [p for p in (ROOT / "gaplanner").rglob("*.py") if p.name not in LOCAL_FILE_IMPORTERS]
     assert len(service_sources) + len(library) > 20
     for source in [*service_sources, *library]:
         assert not (_imported_modules(source) & loaders), source
