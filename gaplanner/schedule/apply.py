@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
 from gaplanner.schedule.dag import Dag, build_dag, check_order
-from gaplanner.schema import Document
 
 
 def order_indices(dag: Dag, order: Sequence[str], field: str = "schedule") -> list[int]:

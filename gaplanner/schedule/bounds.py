@@ -5,7 +5,7 @@ accesses is ``v`` or runs before it in every order (an ancestor, or the block
 is a graph input) and one is ``v`` or runs after it in every order (a
 descendant, or a kept output). The most bytes surely live at one operator,
 less the outputs it could write in place over a dying input (so the bound holds
-for every in-place choice, as :func:`gaplanner.storage.relaxed_bound`), bounds
+for every in-place choice, as :func:`gaplanner.problem.storage.relaxed_bound`), bounds
 every order's peak. Reachability is computed as bitsets over a chunk of target
 operators at a time, so memory stays within a few tens of megabytes at any
 size. The same pass counts each operator's ancestors and descendants: an

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.documents.lifetimes import analyse_graph
+from gaplanner.documents.rules import Rules
+from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
-from gaplanner.graph import analyse_graph
-from gaplanner.rules import Rules
 from gaplanner.schedule.bounds import surely_live
 from gaplanner.schedule.dag import Dag, build_dag, check_order
 from gaplanner.schedule.exact import PartsResult, solve_parts
@@ -25,7 +26,6 @@ from gaplanner.schedule.kernels import warm_up
 from gaplanner.schedule.memory import LoadModel, build_blocks
 from gaplanner.schedule.orders import STARTING_ORDERS
 from gaplanner.schedule.search import OrderSearch, SearchState
-from gaplanner.schema import Document
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
-from gaplanner.schema import Document
 
 
 @dataclass(frozen=True)

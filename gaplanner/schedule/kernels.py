@@ -173,7 +173,7 @@ def local_search(
 
 def warm_up() -> None:
     """Load (or compile) the order search's kernels on a two-operator chain, before any clock starts."""
-    from gaplanner.kernels import prepare
+    from gaplanner.search.kernels import prepare
 
     prepare()  # a stale on-disk cache is dropped before any kernel loads
     ptr, idx = np.array([0, 0, 1], np.int64), np.array([0], np.int64)

@@ -1,12 +1,13 @@
 """An order's bound, fast: the live bytes at each operator when the operators run in that order.
 
-The project's conventions (those of :mod:`gaplanner.graph` and :mod:`gaplanner.storage`):
+The project's conventions (those of :mod:`gaplanner.documents.lifetimes` and
+:mod:`gaplanner.problem.storage`):
 a block lives from its first write to its last access, inclusive; a view shares
 its input's block; a graph input lives from the first operator; a kept model
 output lives to the end (one position past the last operator, where the caller
 reads it); a workspace lives at its operator only. An in-place chance (an
 output written over an input that dies at that operator in this order) saves
-the output's bytes at that operator, as :func:`gaplanner.storage.relaxed_bound`
+the output's bytes at that operator, as :func:`gaplanner.problem.storage.relaxed_bound`
 counts it: the bound is then valid whichever legal chances a plan takes.
 """
 
@@ -17,10 +18,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from gaplanner.graph import analyse_graph
-from gaplanner.rules import Rules
-from gaplanner.schema import Document
-from gaplanner.storage import group_tensors
+from gaplanner.documents.lifetimes import analyse_graph
+from gaplanner.documents.rules import Rules
+from gaplanner.documents.schema import Document
+from gaplanner.problem.storage import group_tensors
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def build_blocks(doc: Document, rules: Rules | None = None) -> Blocks:
 def _inplace_chances(tensors, storage, rules: Rules) -> list[tuple[int, int, list[int]]]:  # type: ignore[no-untyped-def]
     """(position, bytes saved, host blocks) of each in-place chance that some order could make legal.
 
-    The order-free parts of :func:`gaplanner.storage._inplace_is_legal`: the
+    The order-free parts of :func:`gaplanner.problem.storage._inplace_is_legal`: the
     host is another, unpinned block not written by this operator, no larger
     output, memories both can reach; the output's block starts at the operator.
     Whether the host dies there depends on the order.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from gaplanner.schema import Document, parse_document
+from gaplanner.documents.schema import Document, parse_document
 
 
 @st.composite

@@ -13,8 +13,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from gaplanner.rules import Rules
-from gaplanner.schema import Document
+from gaplanner.documents.rules import Rules
+from gaplanner.documents.schema import Document
 
 
 def _blocks(doc: Document, rules: Rules) -> dict[str, str]:

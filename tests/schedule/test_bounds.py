@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gaplanner.rules import Rules
+from gaplanner.documents.rules import Rules
 from gaplanner.schedule.bounds import surely_live
 from gaplanner.schedule.dag import build_dag, topological_order
 from gaplanner.schedule.exact import solve_parts
@@ -34,7 +34,7 @@ def test_order_free_bound_without_inplace(doc) -> None:
 
 def test_a_chain_bound_is_exact() -> None:
     """In a chain every operator is a cut: the bound is the one order's bound."""
-    from gaplanner.schema import parse_document
+    from gaplanner.documents.schema import parse_document
 
     doc = parse_document(
         {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gaplanner.documents.schema import parse_document
 from gaplanner.errors import InputError
 from gaplanner.schedule import apply_schedule, search_schedule
 from gaplanner.schedule.dag import build_dag
-from gaplanner.schema import parse_document
 
 
 def diamond(**extra: object) -> dict:
@@ -85,7 +85,7 @@ def test_apply_schedule_lists_the_operators_in_that_order() -> None:
 
 
 def test_an_unknown_after_operator_is_named() -> None:
-    from gaplanner.problem import build_problem
+    from gaplanner.problem.problem import build_problem
 
     data = diamond()
     data["operators"][1]["after"] = ["nope"]

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gaplanner.problem import build_problem
-from gaplanner.rules import Rules
+from gaplanner.documents.rules import Rules
+from gaplanner.problem.problem import build_problem
 from gaplanner.schedule import apply_schedule
 from gaplanner.schedule.dag import build_dag
 from gaplanner.schedule.memory import LoadModel, build_blocks

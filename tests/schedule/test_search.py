@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given
 
+from gaplanner.documents.schema import parse_document
 from gaplanner.schedule import ScheduleSettings, search_schedule
-from gaplanner.schema import parse_document
 from tests.schedule.graphs import graph_documents
 from tests.schedule.oracle import best_order_bound, order_bound, topological_orders
 from tests.strategies import SETTINGS
