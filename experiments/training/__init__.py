@@ -10,7 +10,7 @@ import gzip
 import json
 from pathlib import Path
 
-from gaplanner.schema import Document, parse_document
+from gaplanner.documents.schema import Document, parse_document
 
 GRAPHS = Path(__file__).resolve().parent / "graphs"
 SUFFIX = ".json.gz"

@@ -8,7 +8,7 @@ loss), then ``torch.export.experimental._export_forward_backward``, which
 appends the backward pass and returns the loss, the parameters' gradients and
 the batch-norm statistics' new values. Inference graphs are the plain export
 in evaluation mode. Each program goes through gaplanner's importer
-(:func:`gaplanner.torch_import.from_exported_program`): parameters and
+(:func:`gaplanner.documents.torch_import.from_exported_program`): parameters and
 buffers are not planned, so the documents hold no weights, only the
 activations' shapes, the operators in the exported order, views and in-place
 chances. Each is written gzipped as ``<out>/<name>.json.gz``
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.training import GRAPHS, graph_path
-from gaplanner.document_writer import document_data, document_text
-from gaplanner.schema import Document, parse_document
+from gaplanner.documents.schema import Document, parse_document
+from gaplanner.documents.writer import document_data, document_text
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def export(spec: GraphSpec) -> Any:
 
 def make(spec: GraphSpec, out: Path) -> str:
     """Export, import and write one graph; its summary line."""
-    from gaplanner.torch_import import from_exported_program
+    from gaplanner.documents.torch_import import from_exported_program
 
     started = time.perf_counter()
     document = from_exported_program(export(spec), name=spec.name)

@@ -25,11 +25,11 @@ from collections.abc import Callable
 import numba as nb
 import numpy as np
 
-from gaplanner.errors import InputError
 from gaplanner.documents.lifetimes import WORKSPACE_SUFFIX
-from gaplanner.search.decoder import decode
+from gaplanner.errors import InputError
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.problem import Problem
+from gaplanner.search.decoder import decode
 
 
 def first_fit_order(problem: Problem) -> np.ndarray:

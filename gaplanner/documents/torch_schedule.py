@@ -1,7 +1,7 @@
 """Run a PyTorch program's operators in a chosen order: its graph's nodes moved, nothing else changed.
 
 A schedule is a list of operator ids, as :func:`gaplanner.schedule.search_schedule`
-returns for the document :func:`gaplanner.torch_import.from_exported_program`
+returns for the document :func:`gaplanner.documents.torch_import.from_exported_program`
 made of the same program: an id is a graph node's name. Nodes the document
 does not list (``getitem``, operators on weights alone) go where they are
 needed: a ``getitem`` right after the node it reads, any other node just

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from experiments.training import GRAPHS, graph_names, load_graph
 from experiments.training.make_graphs import by_depth
+from gaplanner.documents.schema import parse_document
 from gaplanner.schedule import apply_schedule
-from gaplanner.schema import parse_document
 
 
 def test_every_graph_reads_back_and_the_set_stays_small() -> None:

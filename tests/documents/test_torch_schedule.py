@@ -8,10 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from gaplanner.documents.torch_import import from_exported_program  # noqa: E402
+from gaplanner.documents.torch_schedule import reorder_program  # noqa: E402
 from gaplanner.errors import InputError  # noqa: E402
 from gaplanner.schedule.dag import build_dag  # noqa: E402
-from gaplanner.torch_import import from_exported_program  # noqa: E402
-from gaplanner.torch_schedule import reorder_program  # noqa: E402
 
 
 class Mutating(torch.nn.Module):
