@@ -139,7 +139,7 @@ def _subgraphs(node: Any) -> Iterable[Any]:
         yield from attr.graphs
 
 
-def _node_reads(node: Any) -> list[str]:
+def node_reads(node: Any) -> list[str]:
     """Tensor names a node reads: its inputs, then what its subgraphs read from outside."""
     names = [name for name in node.input if name]
     for sub in _subgraphs(node):
@@ -150,7 +150,7 @@ def _node_reads(node: Any) -> list[str]:
 def _check_topological(graph: Any) -> None:
     defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
     for k, node in enumerate(graph.node):
-        for m, name in enumerate(_node_reads(node)):
+        for m, name in enumerate(node_reads(node)):
             if name not in defined:
                 raise InputError(
                     f"node {node.name or node.op_type!r} reads tensor {name!r}, which no earlier node "
@@ -372,7 +372,7 @@ def import_onnx(
             op_id = f"{op_id}_{k}"
         op_ids.add(op_id)
         inputs: list[str] = []
-        for tensor_name in _node_reads(node):  # defined earlier: checked before shape inference
+        for tensor_name in node_reads(node):  # defined earlier: checked before shape inference
             if tensor_name not in weights and tensors[tensor_name] is not None:
                 inputs.append(tensor_name)
                 read.add(tensor_name)
