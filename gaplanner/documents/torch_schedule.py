@@ -3,7 +3,7 @@
 A schedule is a list of operator ids, as :func:`gaplanner.schedule.search_schedule`
 returns for the document :func:`gaplanner.documents.torch_import.from_exported_program`
 made of the same program: an id is a graph node's name. Nodes the document
-does not list go where :func:`gaplanner.node_order.place_nodes` puts them (a
+does not list go where :func:`gaplanner.documents.node_order.place_nodes` puts them (a
 ``getitem`` right after the node it reads). ExecuTorch plans memory (and
 runs) in the graph's node order, so reordering before its memory planning
 makes the plan follow the schedule.
@@ -15,8 +15,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+from gaplanner.documents.node_order import place_nodes
 from gaplanner.errors import InputError
-from gaplanner.node_order import place_nodes
 
 
 def reorder_program(program: Any, schedule: Sequence[str]) -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gaplanner.documents.node_order import place_nodes
 from gaplanner.errors import InputError
-from gaplanner.node_order import place_nodes
 
 
 @st.composite

@@ -4,9 +4,9 @@ ExecuTorch runs a method's operators in its graph's node order and plans
 their memory (``MemoryPlanningPass``) from lifetimes in that order.
 :func:`schedule_for_memory` imports the edge program's method as a gaplanner
 document, searches the order with :func:`gaplanner.schedule.search_schedule`
-and moves the graph's nodes to it (:mod:`gaplanner.torch_schedule`), so the
+and moves the graph's nodes to it (:mod:`gaplanner.documents.torch_schedule`), so the
 memory planning that ``to_executorch`` runs next, ExecuTorch's greedy or
-:func:`gaplanner.executorch.plan_memory`, plans the chosen order::
+:func:`gaplanner.integrations.executorch.plan_memory`, plans the chosen order::
 
     edge = to_edge(torch.export.export(model, inputs))
     result = schedule_for_memory(edge)       # the order, and its certificate
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gaplanner.documents.torch_import import from_exported_program
+from gaplanner.documents.torch_schedule import reorder_program
 from gaplanner.schedule import ScheduleResult, ScheduleSettings, search_schedule
-from gaplanner.torch_import import from_exported_program
-from gaplanner.torch_schedule import reorder_program
 
 
 def schedule_for_memory(

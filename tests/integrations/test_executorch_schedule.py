@@ -16,8 +16,8 @@ from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy
 from executorch.exir.passes import MemoryPlanningPass  # noqa: E402
 from executorch.runtime import Runtime  # noqa: E402
 
-from gaplanner.executorch import plan_memory  # noqa: E402
-from gaplanner.executorch_schedule import schedule_for_memory  # noqa: E402
+from gaplanner.integrations.executorch import plan_memory  # noqa: E402
+from gaplanner.integrations.executorch_schedule import schedule_for_memory  # noqa: E402
 from gaplanner.schedule import ScheduleSettings  # noqa: E402
 
 

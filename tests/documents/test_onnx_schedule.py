@@ -10,9 +10,9 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from gaplanner.documents.onnx_import import import_onnx  # noqa: E402
+from gaplanner.documents.onnx_schedule import scheduled_model, write_scheduled_model  # noqa: E402
 from gaplanner.errors import InputError  # noqa: E402
-from gaplanner.onnx_import import import_onnx  # noqa: E402
-from gaplanner.onnx_schedule import scheduled_model, write_scheduled_model  # noqa: E402
 from gaplanner.schedule import ScheduleSettings, search_schedule  # noqa: E402
 
 BRANCHES = 4
@@ -84,11 +84,12 @@ def test_write_refuses_an_order_that_reads_too_early_or_names_no_operator(tmp_pa
     assert not (tmp_path / "o.onnx").exists()
 
 
-def executed_nodes(model, order: str) -> tuple[list[str], np.ndarray]:
+def executed_nodes(model, order: str, folder) -> tuple[list[str], np.ndarray]:
     """The node names ONNX Runtime ran, in its order (from its profile), and the output."""
     ort = pytest.importorskip("onnxruntime", reason="checking ONNX Runtime's order needs onnxruntime")
     options = ort.SessionOptions()
     options.enable_profiling = True
+    options.profile_file_prefix = str(folder / f"profile_{order}")
     options.execution_order = getattr(ort.ExecutionOrder, order)
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     x = np.random.default_rng(1).standard_normal((16, 32)).astype(np.float32)
@@ -104,10 +105,10 @@ def test_onnxruntime_runs_the_file_order_only_when_asked_for_priority_based_orde
     document, result = searched(model)
     written = scheduled_model(model, document, result.order)
     listed = [n.name for n in written.graph.node if n.name.startswith(("up", "down"))]
-    file_order, y_written = executed_nodes(written, "PRIORITY_BASED")
+    file_order, y_written = executed_nodes(written, "PRIORITY_BASED", tmp_path)
     assert file_order == listed
-    given_order, y_given = executed_nodes(model, "PRIORITY_BASED")
+    given_order, y_given = executed_nodes(model, "PRIORITY_BASED", tmp_path)
     assert given_order == [n.name for n in model.graph.node if n.name.startswith(("up", "down"))]
     np.testing.assert_allclose(y_written, y_given, rtol=1e-6)
-    own, _ = executed_nodes(model, "DEFAULT")  # its own depth-first order, whatever the file's
-    assert own == executed_nodes(written, "DEFAULT")[0] != given_order
+    own, _ = executed_nodes(model, "DEFAULT", tmp_path)  # its own depth-first order, whatever the file's
+    assert own == executed_nodes(written, "DEFAULT", tmp_path)[0] != given_order

@@ -1,11 +1,11 @@
 """An ONNX model written with its nodes in a chosen order (``gaplanner plan ... --write-model``).
 
 The schedule lists the operators of the document
-:func:`gaplanner.onnx_import.import_onnx` made of the model. Each is found in
+:func:`gaplanner.documents.onnx_import.import_onnx` made of the model. Each is found in
 the model by the tensors it writes (the import may have folded constant
 computations away first, and an unnamed node's id is only its position), else
 by its node name. The model's other nodes (``Constant`` nodes, constant
-computations) go just before their first reader (:mod:`gaplanner.node_order`).
+computations) go just before their first reader (:mod:`gaplanner.documents.node_order`).
 Nothing else changes: the same nodes, names, weights and metadata.
 
 What a runtime does with the order is its own choice: ONNX Runtime sorts the
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gaplanner.documents.node_order import place_nodes
+from gaplanner.documents.onnx_import import node_reads
+from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
-from gaplanner.node_order import place_nodes
-from gaplanner.onnx_import import node_reads
-from gaplanner.schema import Document
 
 
 def scheduled_model(model: Any, document: Document, schedule: Sequence[str]) -> Any:
