@@ -10,6 +10,7 @@ examples as ``example:NAME`` and the model zoo as ``zoo:NAME`` or
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from collections.abc import Iterable
 from importlib import resources
@@ -52,10 +53,21 @@ def without_bom(text: str) -> str:
 
 
 def _read_text(path: Path) -> str:
+    """The file's text; a ``.gz`` file's decompressed (the training-graph set is stored so)."""
     try:  # utf-8-sig: a byte-order mark would otherwise become part of the first column's name
-        return path.read_text(encoding="utf-8-sig")
+        if path.suffix.lower() != ".gz":
+            return path.read_text(encoding="utf-8-sig")
+        try:
+            return gzip.decompress(path.read_bytes()).decode("utf-8-sig")
+        except (OSError, EOFError) as exc:  # BadGzipFile is an OSError; a cut-off file an EOFError
+            raise InputError(f"{path.name} is not a gzip file ({exc})", "input") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start})", "input") from None
+
+
+def _plain_name(path: Path) -> str:
+    """The file's name without a ``.gz`` suffix: what decides how its text is read."""
+    return path.name[:-3] if path.name.lower().endswith(".gz") else path.name
 
 
 def _read_json(path: Path) -> Any:
@@ -199,7 +211,7 @@ def load_problem(source: Source, rules: Rules | None = None) -> Problem:
     path = _resolve(source)
     if path.suffix.lower() in MODEL_SUFFIXES:
         return build_problem(_model_document(path), path.name.rsplit(".", 1)[0], rules)
-    return problem_from_text(path.name, _read_text(path), rules)
+    return problem_from_text(_plain_name(path), _read_text(path), rules)
 
 
 #: Files read as models: ONNX, and programs saved by ``torch.export.save``.
@@ -242,8 +254,8 @@ def load_document(source: str | Path) -> Document:
     path = _resolve(source)
     if path.suffix.lower() in MODEL_SUFFIXES:
         return _model_document(path)
-    if path.suffix.lower() == ".csv":
-        return _buffer_document(problem_from_csv_text(_read_text(path), path.name.rsplit(".", 1)[0]))
+    if _plain_name(path).lower().endswith(".csv"):
+        return _buffer_document(problem_from_csv_text(_read_text(path), _plain_name(path).rsplit(".", 1)[0]))
     data = _read_json(path)
     if isinstance(data, dict) and "models" in data:
         raise InputError(f"{path.name} is already a pool of several models; pool single models", "input")
