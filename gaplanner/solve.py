@@ -9,6 +9,7 @@ settings class (:class:`GASettings`, :class:`RandomSearchSettings`) or none
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -116,12 +117,16 @@ def solve(
                          should_stop=should_stop, workers=workers, ray_address=ray_address)  # fmt: skip
             return merged.original_plan(problem, plan, started)  # type: ignore[arg-type]
     if algorithm == "ga":
+        on_ray = _islands_on_ray(problem, settings, workers, ray_address)  # type: ignore[arg-type]
+        if workers != 1 and not on_ray:  # the islands in this process, with the exact probes beside them
+            ga = settings or GASettings()
+            settings = replace(ga, islands=max(ga.islands, workers or os.cpu_count() or 1))
 
         def genetic(
             ga_settings: GASettings | None, seeds: Sequence[np.ndarray], report: ProgressCallback | None,
             exchange: Exchange | None, stop: StopCheck | None,
         ) -> Plan:  # fmt: skip
-            if workers != 1:  # the islands on Ray start from the baselines' plans alone and trade nothing
+            if on_ray:  # the islands on Ray start from the baselines' plans alone and trade nothing
                 from gaplanner.search.distributed import solve_islands  # Ray stays optional
 
                 return solve_islands(
@@ -131,7 +136,7 @@ def solve(
             hooks = {"on_progress": report, "should_stop": stop, "exchange": exchange}
             return run_ga(problem, ga_settings, seed_offsets=seeds, **hooks)
 
-        hooks = {"on_progress": on_progress, "should_stop": should_stop, "side_by_side": workers == 1}
+        hooks = {"on_progress": on_progress, "should_stop": should_stop, "side_by_side": not on_ray}
         return ga_with_exact(problem, settings, genetic, **hooks)  # type: ignore[arg-type]
     if algorithm == "exact":
         hooks = {"on_progress": on_progress, "should_stop": should_stop}
@@ -139,6 +144,20 @@ def solve(
     if algorithm == "random-search":
         return random_search(problem, settings)  # type: ignore[arg-type]
     return BASELINES[algorithm](problem)
+
+
+def _islands_on_ray(
+    problem: Problem, settings: GASettings | None, workers: int | None, ray_address: str | None
+) -> bool:
+    """Whether the GA's islands run on Ray workers (see :func:`~gaplanner.search.distributed.ray_pays_off`);
+    else they run in this process, side by side with the exact probes."""
+    if workers == 1:
+        return False
+    from gaplanner.search.distributed.cost import ray_pays_off  # imports no Ray
+
+    ga = settings or GASettings()
+    count = workers or os.cpu_count() or 1
+    return ray_pays_off(problem, replace(ga, islands=max(ga.islands, count)), count, ray_address)
 
 
 def _merged_for_exact_search(

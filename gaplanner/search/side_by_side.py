@@ -50,6 +50,7 @@ from gaplanner.search.exact.search import (
 )  # fmt: skip
 from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
+from gaplanner.search.ga.settings import most_scored_per_generation
 from gaplanner.search.kernels import warm_up as warm_up_kernels
 
 #: The share of the time limit the exact probes get when the settings leave it open.
@@ -57,6 +58,10 @@ AUTO_EXACT_SHARE = 0.5
 
 #: The shortest exact turn worth starting, in seconds.
 LEAST_EXACT_SECONDS = 0.05
+
+#: Side by side, the exact probes' placements per block the GA's decodes place in a generation: about
+#: as long as the generation, with the GA on one core (measured on MiniMalloc's inputs).
+EXACT_PLACEMENTS_PER_DECODED_BLOCK = 0.25
 
 
 class GARunner(Protocol):
@@ -178,57 +183,91 @@ def _in_turns(
 
 
 class _ExactBeside:
-    """The exact probes on a thread of their own, trading plans with the GA (its :class:`Exchange`).
+    """The exact probes on a thread of their own, in step with the GA (its :class:`Exchange`).
 
-    The thread runs the probes' compiled search and nothing else (no parallel
-    kernels, none of the caller's hooks): the exact search's records wait in a
-    queue until the GA's thread passes them on, and the plan is built there.
+    Each GA generation the probes get a quantum of placements (see
+    :func:`exact_quantum`), run while the GA runs the generation. Between two
+    generations the GA waits for the quantum to end (its stop check), then
+    they trade: the GA's best plan goes to the probes and theirs, if lower,
+    to the GA, and the next quantum starts. So both exchange plans at points
+    counted in work, never in seconds, and the same seed and generations give
+    the same plan whatever the machine's load, unless the time limit ends the
+    run first. The thread runs the probes' compiled search and nothing else (no
+    parallel kernels, none of the caller's hooks): the exact search's records
+    wait in a queue until the GA's thread passes them on, and the plan is
+    built there.
     """
 
-    def __init__(self, problem: Problem, search: PartsSearch, deadline: float) -> None:
-        self.problem, self.search = problem, search
+    def __init__(self, problem: Problem, search: PartsSearch, deadline: float, quantum: int) -> None:
+        self.problem, self.search, self.quantum = problem, search, quantum
         self.done = threading.Event()  # the exact search ended, or the caller asked both to stop
         self.records: queue.SimpleQueue[GenerationRecord] = queue.SimpleQueue()
         self.result: SearchResult | None = None
         self.error: BaseException | None = None
-        self._lock = threading.Lock()
-        self._found: np.ndarray | None = None  # the exact search's newest better plan, not yet traded
-        self._given = np.iinfo(np.int64).max  # the peak of the GA's best plan given so far
+        self._idle = threading.Event()  # the quantum ended: the GA may trade
+        self._go = threading.Event()  # the GA traded: the next quantum may start
+        self._given = self._taken = np.iinfo(np.int64).max  # the peaks of the plans traded so far
         self._count = 0  # the exact search's records so far
         self._thread = threading.Thread(target=self._run, args=(deadline,), daemon=True)
 
+    def _report(self, event: dict[str, float | int]) -> None:
+        self.records.put(event_record(event, self._count))
+        self._count += 1
+
     def _run(self, deadline: float) -> None:
-        best = np.iinfo(np.int64).max
-
-        def report(event: dict[str, float | int]) -> None:
-            nonlocal best
-            self.records.put(event_record(event, self._count))
-            self._count += 1
-            if int(event["peak"]) < best:
-                best = int(event["peak"])
-                with self._lock:
-                    self._found = self.search.result().offsets
-
         try:
-            self.result = self.search.run(deadline, report, self.done.is_set)
+            self.search._note(self._report)
+            while not self.done.is_set():
+                budget = self.search.nodes + self.quantum
+                self.result = self.search.advance(deadline, self._report, self.done.is_set, nodes=budget)
+                if self.result.closed or self.result.stopped or time.perf_counter() >= deadline:
+                    break
+                self._idle.set()
+                self._go.wait()
+                self._go.clear()
         except BaseException as error:  # raised again on the caller's thread
             self.error = error
         finally:
+            if self.result is None:
+                self.result = self.search.result()
             self.done.set()
+            self._idle.set()
 
     def start(self) -> None:
         self._thread.start()
 
+    def finished(self) -> bool:
+        """Wait for the quantum under way to end; whether the exact search has ended."""
+        self._idle.wait()
+        return self.done.is_set()
+
     def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
+        """Between two quanta: take the GA's plan, give back the probes' if lower, start the next quantum."""
+        self._idle.wait()
         peak = int((offsets + self.problem.sizes).max())
         if peak < self._given:
             self._given = peak
             self.search.post(offsets)
-        with self._lock:
-            found, self._found = self._found, None
-        if found is None or int((found + self.problem.sizes).max()) >= peak:
+        found = self.search.result().offsets
+        top = int((found + self.problem.sizes).max())
+        self._idle.clear()
+        self._go.set()
+        if top >= min(peak, self._taken):
             return ()
+        self._taken = top
         return (found,)
+
+    def finish(self, offsets: np.ndarray) -> None:
+        """The GA has ended with ``offsets``: the probes take its plan and stop after their quantum."""
+        self._idle.wait()
+        self.search.post(offsets)
+        self.done.set()
+        self._go.set()
+
+    def cancel(self) -> None:
+        """Stop the probes (the GA failed, or the caller asked both to stop)."""
+        self.done.set()
+        self._go.set()
 
     def pass_on(self, trace: _Trace) -> None:
         """Hand the exact search's waiting records to ``trace`` (on the caller's thread)."""
@@ -244,12 +283,20 @@ class _ExactBeside:
             self._thread.join(0.05)
             self.pass_on(trace)
             if stop():
-                self.done.set()
+                self.cancel()
         self.pass_on(trace)
         if self.error is not None:
             raise self.error
         assert self.result is not None
         return search_plan(self.problem, self.search, self.result, [], seed)
+
+
+def exact_quantum(problem: Problem, settings: GASettings) -> int:
+    """Placements the exact probes get per GA generation: about what the GA's generation does on one
+    core (:data:`EXACT_PLACEMENTS_PER_DECODED_BLOCK` per block its decodes place), from the settings
+    and the problem's size alone."""
+    placed = settings.islands * most_scored_per_generation(settings) * problem.n
+    return max(1, round(EXACT_PLACEMENTS_PER_DECODED_BLOCK * placed))
 
 
 class _StopRequests:
@@ -269,7 +316,8 @@ def _side_by_side(
     requests: _StopRequests,
 ) -> list[Plan]:  # fmt: skip
     """The GA here and the exact probes on their own thread, both for the whole time limit."""
-    exact = _ExactBeside(problem, search, trace.started + (settings.time_limit or 0.0))
+    deadline = trace.started + (settings.time_limit or 0.0)
+    exact = _ExactBeside(problem, search, deadline, exact_quantum(problem, settings))
 
     class Trading:
         """The GA's side of the exchange: it also passes the exact search's records on as it trades."""
@@ -280,8 +328,8 @@ def _side_by_side(
 
     def stop() -> bool:
         if requests():
-            exact.done.set()
-        return exact.done.is_set()
+            exact.cancel()
+        return exact.finished()
 
     threads = numba.get_num_threads()  # set per thread: the exact search keeps a core to itself
     exact.start()
@@ -289,9 +337,9 @@ def _side_by_side(
         numba.set_num_threads(max(1, min(threads, usable_cores() - 1)))
         ga_plan = run_ga(settings, (), trace.from_now(), Trading(), stop)
     except BaseException:
-        exact.done.set()
+        exact.cancel()
         raise
     finally:
         numba.set_num_threads(threads)
-    exact.trade(ga_plan.offsets)  # the GA may have ended before its first trade (a plan at the bound)
+    exact.finish(ga_plan.offsets)  # the GA may have ended before its first trade (a plan at the bound)
     return [ga_plan, exact.join(trace, requests, settings.seed)]

@@ -3,8 +3,12 @@ search proves."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import numba
 import numpy as np
@@ -153,3 +157,30 @@ def test_the_default_never_claims_more_than_brute_force(problem, seed) -> None:
     assert find_violation(problem, plan.offsets, plan.peak) is None
     assert problem.lower_bound <= plan.lower_bound <= best <= plan.peak
     assert plan.optimal and plan.peak == best and plan.stop_reason in ("optimal", "lower bound reached")
+
+
+@contextlib.contextmanager
+def _busy_core() -> Iterator[None]:
+    """A process spinning on a core beside the test, as another user's job would."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="the searches run side by side on two cores or more")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_same_seed_and_generations_give_the_same_plan_whatever_the_load(benchmarks, workers) -> None:
+    """The GA and the exact probes trade plans at points counted in work (generations, placements), so
+    the same input, seed and generation budget give the same offsets, also with a core kept busy."""
+    problem = load_problem(benchmarks / "minimalloc" / "A.1048576.csv")  # no search closes A at once
+    settings = GASettings(generations=10, time_limit=120.0, seed=7)
+    quiet = solve(problem, "ga", settings, workers=workers)
+    with _busy_core():
+        loaded = solve(problem, "ga", settings, workers=workers)
+    assert quiet.stop_reason == loaded.stop_reason != "time limit"
+    assert np.array_equal(quiet.offsets, loaded.offsets)
+    assert [r.best_peak for r in quiet.trace] == [r.best_peak for r in loaded.trace]
+    assert max(r.evaluations for r in quiet.trace) > quiet.search.evaluations  # the exact probes ran too

@@ -137,19 +137,19 @@ class SearchResult:
     stopped: bool = False  # by the caller's request
 
 
-class Slicer:
-    """Placements per probe slice, tuned so a slice takes about ``seconds``."""
+def slice_budget(part: Part) -> int:
+    """Placements per probe slice of ``part``: about :data:`SLICE_WORK` conflicts visited.
 
-    def __init__(self, seconds: float = 0.01) -> None:
-        # Start small: on dense conflict graphs one placement can take milliseconds.
-        self.seconds, self.budget = seconds, 50
-
-    def measured(self, nodes: int, seconds: float) -> None:
-        if nodes >= self.budget // 2 and seconds > 0:
-            wanted = int(self.budget * self.seconds / seconds)
-            self.budget = min(max(wanted, 50), 4 * self.budget, 1_000_000)
+    Counted in work, not measured in seconds, so a search given the same work
+    runs the same slices and finds the same plans whatever the machine's load.
+    """
+    degree = len(part.nbr_idx) / max(1, len(part.sizes))
+    return int(min(max(SLICE_WORK // (1 + degree), 50), 1_000_000))
 
 
+#: Conflicts a probe slice visits (see :func:`slice_budget`): a slice of a few milliseconds here, so
+#: the clock (the time limit) and the probes' turns are looked at that often.
+SLICE_WORK = 80_000
 #: How often, at most, the exact search asks the caller whether to stop.
 STOP_CHECK_SECONDS = 0.1
 #: Parts beyond these sizes keep the incumbent's placement: a probe holds each block's conflicts and,
@@ -265,7 +265,8 @@ class PartsSearch:
         bound = min(max(problem.lower_bound, known_bound), self.peak())
         self.lo = max([bound, *(s.lo for s in self.states)])
         self.events: list[dict[str, float | int]] = []
-        self.nodes, self.slicer, self.stopped = 0, Slicer(), False
+        self.nodes, self.stopped = 0, False
+        self._node_limit: int | None = None
         self._posted: list[tuple[np.ndarray, int, bool]] = []
         self._post_lock = threading.Lock()
         self.aside: np.ndarray | None = None  # a better plan posted not to steer the targets (see post)
@@ -335,11 +336,23 @@ class PartsSearch:
         ``on_event``: called with each event (the best peak or the bound changed);
         ``should_stop``: asked every :data:`STOP_CHECK_SECONDS`, True ends the search early.
         """
-        asked = time.perf_counter()
-        self.stopped = False
         self._note(on_event)
+        return self.advance(deadline, on_event, should_stop)
+
+    def advance(
+        self,
+        deadline: float,
+        on_event: OnEvent | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        nodes: int | None = None,
+    ) -> SearchResult:
+        """Probe on from where the search stopped, as :meth:`run` does, and stop once it has placed
+        ``nodes`` blocks in all (if given): a budget counted in work, which ends at the same plan
+        whatever the machine's load (unless the deadline comes first)."""
+        asked = time.perf_counter()
+        self.stopped, self._node_limit = False, nodes
         self._take_posted(on_event)  # a plan posted before the run may already meet the bound
-        while self.best_peak() > max(self.lo, self.kept_peak()) and time.perf_counter() < deadline:
+        while self.best_peak() > max(self.lo, self.kept_peak()) and not self._spent(deadline):
             self._take_posted(on_event)
             if should_stop is not None and time.perf_counter() - asked >= STOP_CHECK_SECONDS:
                 asked = time.perf_counter()
@@ -349,6 +362,12 @@ class PartsSearch:
             if not self._round(deadline, on_event):
                 break
         return self.result()
+
+    def _spent(self, deadline: float) -> bool:
+        """The deadline has passed, or the work budget of this :meth:`advance` is used up."""
+        return time.perf_counter() >= deadline or (
+            self._node_limit is not None and self.nodes >= self._node_limit
+        )
 
     def _round(self, deadline: float, on_event: OnEvent | None) -> bool:
         """One slice for each probe in turn, until one finds a plan or proves a bound; False: none to run."""
@@ -364,15 +383,16 @@ class PartsSearch:
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
             active += [(s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == floor))]
         for s, probe in sorted(active, key=lambda sp: sp[1].target):
-            if self._slice(s, probe, on_event) != PAUSED or time.perf_counter() >= deadline:
+            if self._slice(s, probe, on_event) != PAUSED or self._spent(deadline):
                 break
         return bool(active)
 
     def _slice(self, s: PartState, probe: Probe | RestartingProbe, on_event: OnEvent | None) -> int:
         """Run ``probe`` (of part ``s``) for one slice and take what it answers; its status."""
-        begun, before = time.perf_counter(), probe.nodes
-        status = probe.run(self.slicer.budget)
-        self.slicer.measured(probe.nodes - before, time.perf_counter() - begun)
+        before, budget = probe.nodes, slice_budget(s.part)
+        if self._node_limit is not None:
+            budget = max(1, min(budget, self._node_limit - self.nodes))
+        status = probe.run(budget)
         self.nodes += probe.nodes - before
         if status == FOUND:
             top = int((probe.offsets + s.part.sizes).max())
