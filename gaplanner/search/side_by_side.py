@@ -208,6 +208,7 @@ class _ExactBeside:
         self._go = threading.Event()  # the GA traded: the next quantum may start
         self._given = self._taken = np.iinfo(np.int64).max  # the peaks of the plans traded so far
         self._count = 0  # the exact search's records so far
+        self.ended_alone = False  # the search ended on its own (closed, or at the deadline), not with the GA
         self._thread = threading.Thread(target=self._run, args=(deadline,), daemon=True)
 
     def _report(self, event: dict[str, float | int]) -> None:
@@ -221,6 +222,7 @@ class _ExactBeside:
                 budget = self.search.nodes + self.quantum
                 self.result = self.search.advance(deadline, self._report, self.done.is_set, nodes=budget)
                 if self.result.closed or self.result.stopped or time.perf_counter() >= deadline:
+                    self.ended_alone = not self.result.stopped
                     break
                 self._idle.set()
                 self._go.wait()
@@ -342,4 +344,6 @@ def _side_by_side(
     finally:
         numba.set_num_threads(threads)
     exact.finish(ga_plan.offsets)  # the GA may have ended before its first trade (a plan at the bound)
-    return [ga_plan, exact.join(trace, requests, settings.seed)]
+    exact_plan = exact.join(trace, requests, settings.seed)
+    # The plan of the search that ended the run goes last: its stop reason is the run's.
+    return [ga_plan, exact_plan] if exact.ended_alone else [exact_plan, ga_plan]
