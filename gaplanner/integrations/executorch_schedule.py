@@ -14,15 +14,19 @@ memory planning that ``to_executorch`` runs next, ExecuTorch's greedy or
 
 The document declares no in-place chances (ExecuTorch's kernels write their
 ``out`` arguments); views share their base's bytes and outputs live until the
-method ends, as ExecuTorch plans them.
+method ends, as ExecuTorch plans them. A ``view_copy`` that is not a program
+output is a view too: ``to_executorch`` makes it one (its
+``ReplaceViewCopyWithViewPass``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gaplanner.documents.schema import Document, parse_document
 from gaplanner.documents.torch_import import from_exported_program
 from gaplanner.documents.torch_schedule import reorder_program
+from gaplanner.documents.writer import document_data
 from gaplanner.schedule import ScheduleResult, ScheduleSettings, search_schedule
 
 
@@ -37,7 +41,29 @@ def schedule_for_memory(
     was chosen; its bounds are in bytes, before ExecuTorch's alignment).
     """
     program = edge.exported_program(method) if hasattr(edge, "exported_program") else edge
-    document = from_exported_program(program, name=method, inplace=False)
+    document = _view_copies_as_views(program, from_exported_program(program, name=method, inplace=False))
     result = search_schedule(document, settings=settings)
     reorder_program(program, result.order)
     return result
+
+
+def _view_copies_as_views(program: Any, document: Document) -> Document:
+    """The document with each ``view_copy`` that ExecuTorch turns into a view declared one."""
+    copies = {
+        node.name
+        for node in program.graph.nodes
+        if node.op == "call_function"
+        and "view_copy" in str(node.target)
+        and all(user.op != "output" for user in node.users)
+    }
+    data = document_data(document)
+    sizes = {t.id: t.nbytes for t in document.tensors or []}
+    resized: dict[str, int] = {}
+    for op in data["operators"]:
+        if op["id"] in copies and len(op["inputs"]) == 1 and op["outputs"] == [op["id"]]:
+            op["views"] = {op["id"]: op["inputs"][0]}
+            resized[op["id"]] = sizes[op["inputs"][0]]
+    for k, tensor in enumerate(data["tensors"]):
+        if tensor["id"] in resized:
+            data["tensors"][k] = {"id": tensor["id"], "size": resized[tensor["id"]]}
+    return parse_document(data)
