@@ -3,8 +3,8 @@
 A plan is valid when every offset is a non-negative multiple of its block's
 alignment, every block lies inside ``[0, peak)``, and no two conflicting
 blocks share an address. For interval problems the last check does not use
-the conflict graph at all: a sweep over time keeps the live blocks sorted by
-address and compares each newcomer with its two address neighbours (if the
+the conflict graph at all: a compiled sweep over time keeps the live blocks in
+order of address (marks in a count tree over the blocks ranked by offset) and compares each newcomer with its two address neighbours (if the
 live blocks are pairwise disjoint, a newcomer overlapping any of them overlaps
 one of those two). For multi-core graphs every conflict edge is checked.
 
@@ -17,8 +17,7 @@ memories the planner derived for the blocks from it.
 
 from __future__ import annotations
 
-import bisect
-
+import numba as nb
 import numpy as np
 
 from gaplanner.documents.lifetimes import WORKSPACE_SUFFIX
@@ -45,28 +44,70 @@ def _clash(problem: Problem, a: int, b: int, offsets: np.ndarray, shown: Shown |
     return _describe(problem, a, b, local, f"memory {names[memory_of[a]]!r}")
 
 
+@nb.njit(cache=True, inline="always")
+def _mark(tree, leaves, r, delta):
+    node = leaves + r
+    while node >= 1:
+        tree[node] += delta
+        node >>= 1
+
+
+@nb.njit(cache=True)
+def _neighbour(tree, leaves, r, step):
+    """The nearest marked rank below ``r`` (``step`` -1) or above it (``step`` 1); -1 if none."""
+    node, side = leaves + r, 0 if step < 0 else 1
+    while node > 1:
+        if (node & 1) != side and tree[node + step] > 0:
+            node += step
+            while node < leaves:  # down to the marked leaf nearest r: the child nearer r if marked
+                near, far = 2 * node + 1 - side, 2 * node + side
+                node = near if tree[near] > 0 else far
+            return node - leaves
+        node >>= 1
+    return -1
+
+
+@nb.njit(cache=True)
+def _sweep_overlap(events, by_address, offsets, ends):
+    """The first pair of blocks live at once whose address ranges overlap, or ``(-1, -1)``.
+
+    ``events`` is every block's end (``b``) and start (``n + b``) in time order,
+    ends first on ties. The live blocks are marks in a count tree over the
+    blocks ranked by (offset, block) (``by_address``): a newcomer is checked against its two
+    nearest live ranks, which suffices while the live ranges are disjoint.
+    """
+    n = len(offsets)
+    rank = np.empty(n, np.int64)
+    rank[by_address] = np.arange(n)
+    leaves = 1
+    while leaves < n:
+        leaves *= 2
+    tree = np.zeros(2 * leaves, np.int64)
+    for e in events:
+        b = e if e < n else e - n
+        if e < n:
+            _mark(tree, leaves, rank[b], -1)
+            continue
+        below = _neighbour(tree, leaves, rank[b], -1)
+        if below >= 0 and ends[by_address[below]] > offsets[b]:
+            return by_address[below], b
+        above = _neighbour(tree, leaves, rank[b], 1)
+        if above >= 0 and offsets[by_address[above]] < ends[b]:
+            return b, by_address[above]
+        _mark(tree, leaves, rank[b], 1)
+    return -1, -1
+
+
 def _interval_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
     n = problem.n
     # Events: ends (kind 0) before starts (kind 1) at the same time (half-open lifetimes).
     times = np.concatenate([problem.upper, problem.lower])
-    kinds = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)])
-    blocks = np.concatenate([np.arange(n), np.arange(n)])
-    order = np.lexsort((blocks, kinds, times))
-    live: list[tuple[int, int]] = []  # (offset, block), sorted
-    ends = offsets + problem.sizes
-    for e in order.tolist():
-        b = int(blocks[e])
-        key = (int(offsets[b]), b)
-        if kinds[e] == 0:
-            del live[bisect.bisect_left(live, key)]
-            continue
-        at = bisect.bisect_left(live, key)
-        if at > 0 and ends[live[at - 1][1]] > key[0]:
-            return _clash(problem, live[at - 1][1], b, offsets, shown)
-        if at < len(live) and live[at][0] < ends[b]:
-            return _clash(problem, b, live[at][1], offsets, shown)
-        live.insert(at, key)
-    return None
+    kinds = np.repeat(np.array([0, 1], np.int8), n)
+    events = np.lexsort((np.tile(np.arange(n), 2), kinds, times))
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    by_address = np.argsort(offsets, kind="stable")
+    a, b = _sweep_overlap(events, by_address, offsets, offsets + problem.sizes)
+    return None if a < 0 else _clash(problem, int(a), int(b), offsets, shown)
 
 
 def _edge_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:

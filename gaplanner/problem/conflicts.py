@@ -88,12 +88,79 @@ def _csr_from_degrees(deg: np.ndarray) -> np.ndarray:
 
 
 def conflicts_from_intervals(lower: np.ndarray, upper: np.ndarray) -> ConflictGraph:
-    """Blocks conflict iff their half-open lifetimes overlap."""
-    lower = np.ascontiguousarray(lower, np.int64)
-    upper = np.ascontiguousarray(upper, np.int64)
+    """Blocks conflict iff their half-open lifetimes overlap (the pairs built when first read)."""
+    return IntervalConflicts(lower, upper)
+
+
+def _interval_pairs(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(lower, kind="stable")
     indptr = _csr_from_degrees(_interval_degrees(order, lower, upper))
-    return ConflictGraph(indptr, _interval_fill(order, lower, upper, indptr))
+    return indptr, _interval_fill(order, lower, upper, indptr)
+
+
+def interval_degrees(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Per block, how many others' lifetimes overlap its own, in O(n log n) without the pairs.
+
+    Those that start before it ends, less those that ended by its start, less itself.
+    """
+    started = np.searchsorted(np.sort(lower), upper, side="left")
+    ended = np.searchsorted(np.sort(upper), lower, side="right")
+    return (started - ended - 1).astype(np.int64)
+
+
+class IntervalConflicts(ConflictGraph):
+    """The conflicts of half-open lifetimes: degrees from the lifetimes, the pair list only when read.
+
+    Decoders, bounds and the verifier of interval problems work from the lifetimes
+    alone, so a problem of a million blocks never holds its pairs unless a search
+    that needs them (the GA's moves, the exact search) reads ``indptr``/``indices``.
+    """
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:  # noqa: D107 (no dataclass fields set)
+        object.__setattr__(self, "lower", np.ascontiguousarray(lower, np.int64))
+        object.__setattr__(self, "upper", np.ascontiguousarray(upper, np.int64))
+        object.__setattr__(self, "_pairs", None)
+
+    def _built(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._pairs is None:
+            object.__setattr__(self, "_pairs", _interval_pairs(self.lower, self.upper))
+        return self._pairs
+
+    @property  # type: ignore[override]
+    def indptr(self) -> np.ndarray:
+        return self._built()[0]
+
+    @property  # type: ignore[override]
+    def indices(self) -> np.ndarray:
+        return self._built()[1]
+
+    @property
+    def n(self) -> int:
+        return len(self.lower)
+
+    @property
+    def edge_count(self) -> int:
+        return int(self.degrees().sum()) // 2
+
+    @property
+    def built(self) -> bool:
+        """Whether the pair list has been built."""
+        return self._pairs is not None
+
+    def degrees(self) -> np.ndarray:
+        if self._pairs is not None:
+            return np.diff(self._pairs[0])
+        return interval_degrees(self.lower, self.upper)
+
+    def __repr__(self) -> str:
+        return f"IntervalConflicts(n={self.n}, built={self.built})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConflictGraph):
+            return NotImplemented
+        return np.array_equal(self.indptr, other.indptr) and np.array_equal(self.indices, other.indices)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @nb.njit(cache=True)

@@ -33,6 +33,7 @@ import numpy as np
 
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import Problem
+from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_population
 from gaplanner.search import kernels
 
 INT32_SENTINEL = np.iinfo(np.int32).max // 2
@@ -46,6 +47,12 @@ SORT_MIN_RANGES = 512
 # 8 lanes unrolled 4 times; with lists padded to 32 every sweep runs that body alone,
 # never the 4-lane epilogue, which pays for the padding the gather copies.
 NEIGHBOUR_LANES = 32
+# A population of orders of an interval problem is decoded from its pair list when that list, padded,
+# holds at most this many entries (a few hundred MB with the list itself) and the pair decoder's packed
+# keys fit; else from the lifetimes (gaplanner.search.interval_decoder). Where the pairs fit they decode
+# populations faster; a single order is decoded from the lifetimes, which costs about what building
+# the pair list alone does (experiments/bench_decoder.py measures both).
+PAIR_ENTRIES_LIMIT = 1 << 25
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -336,7 +343,9 @@ class Decoder:
     negative indices in the gather.
     The neighbour lists are padded to multiples of ``NEIGHBOUR_LANES``.
     ``pinned`` lists the blocks with a fixed offset, ``pinned_offsets`` has it
-    (-1 for the others).
+    (-1 for the others). ``intervals``: set when the blocks are placed from their
+    lifetimes, not from a pair list (then ``indptr``/``indices`` are empty and the
+    arrays int64); see :func:`uses_intervals`.
     """
 
     sizes: np.ndarray
@@ -347,6 +356,7 @@ class Decoder:
     sentinel: int
     pinned: np.ndarray
     pinned_offsets: np.ndarray
+    intervals: IntervalIndex | None = None
 
     def known_offsets(self, known: np.ndarray) -> np.ndarray:
         """``known`` with every pinned block's fixed offset written in (a copy if it changes)."""
@@ -357,14 +367,19 @@ class Decoder:
         return known
 
     @classmethod
-    def for_problem(cls, problem: Problem) -> Decoder:
+    def for_problem(cls, problem: Problem, population: bool = True) -> Decoder:
+        """The decoder of ``problem``'s orders; ``population=False``: for one order (see :func:`uses_intervals`)."""
         kernels.prepare()  # before the first parallel decode in this process
-        max_degree = max(1, int(problem.conflicts.degrees().max(initial=0)))
+        pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
+        degrees = problem.conflicts.degrees()
+        if uses_intervals(problem, degrees, population):
+            empty = np.zeros(0, np.int64)
+            index = IntervalIndex.of(problem.lower, problem.upper)
+            return cls(problem.sizes, problem.alignments, empty, empty.astype(np.uint32), 0, 0, pinned,
+                       problem.pinned, index)  # fmt: skip
+        max_degree = max(1, int(degrees.max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
-        # Offsets stay below the highest pinned block's end plus the sum of sizes and alignment padding;
-        # best-fit's keys pack offset and index.
-        pinned_end = int((problem.pinned + problem.sizes)[problem.pinned >= 0].max(initial=0))
-        worst_end = pinned_end + problem.total_size + int(problem.alignments.max()) * problem.n
+        worst_end = _worst_end(problem)
         if worst_end.bit_length() + index_bits > 62:
             raise InputError(
                 f"offsets up to {worst_end} with {max_degree} neighbours exceed the decoder's 62-bit keys",
@@ -374,7 +389,6 @@ class Decoder:
         dtype, sentinel = (np.int32, INT32_SENTINEL) if narrow else (np.int64, INT64_SENTINEL)
         indptr, indices = _padded_neighbours(problem.conflicts.indptr, problem.conflicts.indices)
         sizes, alignments = problem.sizes.astype(dtype), problem.alignments.astype(dtype)
-        pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
         return cls(sizes, alignments, indptr, indices, index_bits, sentinel, pinned, problem.pinned)
 
     def decode(self, order: np.ndarray, best_fit: bool = False) -> np.ndarray:
@@ -400,12 +414,42 @@ class Decoder:
         else:
             prefix, known = template
         known = self.known_offsets(np.ascontiguousarray(known, np.int64))
+        prefix = np.ascontiguousarray(prefix, np.int64)
+        if self.intervals is not None:
+            peaks = decode_interval_population(
+                orders, prefix, known, self.sizes, self.alignments, self.intervals.arrays(), self.pinned,
+                best_fit, offsets, thread_chunks(len(orders)),
+            )  # fmt: skip
+            return peaks, offsets
         peaks = decode_population_into(
-            orders, np.ascontiguousarray(prefix, np.int64), known,
+            orders, prefix, known,
             self.sizes, self.alignments, self.indptr, self.indices, self.pinned,
             best_fit, self.index_bits, self.sentinel, offsets, thread_chunks(len(orders)),
         )  # fmt: skip
         return peaks, offsets
+
+
+def _worst_end(problem: Problem) -> int:
+    """No offset reaches the highest pinned block's end plus the sum of sizes and alignment padding."""
+    pinned_end = int((problem.pinned + problem.sizes)[problem.pinned >= 0].max(initial=0))
+    return pinned_end + problem.total_size + int(problem.alignments.max()) * problem.n
+
+
+def uses_intervals(problem: Problem, degrees: np.ndarray | None = None, population: bool = True) -> bool:
+    """Whether ``problem``'s decodes place blocks from their lifetimes rather than a pair list.
+
+    Only interval problems can. A single order always does; a population does when
+    the padded pair list would hold more than ``PAIR_ENTRIES_LIMIT`` entries or the pair
+    decoder's packed keys (offset and neighbour index in 62 bits) would overflow.
+    """
+    if not problem.interval_conflicts:
+        return False
+    if not population:
+        return True
+    degrees = problem.conflicts.degrees() if degrees is None else degrees
+    padded = int((-(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES).sum())
+    index_bits = max(1, int(degrees.max(initial=0)).bit_length())
+    return padded > PAIR_ENTRIES_LIMIT or _worst_end(problem).bit_length() + index_bits > 62
 
 
 def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -433,6 +477,11 @@ def load_decoder() -> None:
             np.zeros(2, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int64), False, 1, sentinel,
             np.empty((1, 1), np.int64), 1,
         )  # fmt: skip
+    one, index = np.ones(1, np.int64), IntervalIndex.of(np.zeros(1), np.ones(1))
+    decode_interval_population(
+        np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
+        index.arrays(), np.zeros(0, np.int64), False, np.empty((1, 1), np.int64), 1,
+    )  # fmt: skip
 
 
 def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np.ndarray:
@@ -440,7 +489,7 @@ def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np
     order = np.ascontiguousarray(order, np.int64)
     if order.shape != (problem.n,) or not np.array_equal(np.sort(order), np.arange(problem.n)):
         raise ValueError("order must be a permutation of the block indices")
-    return Decoder.for_problem(problem).decode(order, best_fit)
+    return Decoder.for_problem(problem, population=False).decode(order, best_fit)
 
 
 def decode_population(

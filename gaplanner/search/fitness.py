@@ -23,6 +23,7 @@ import numpy as np
 
 from gaplanner.problem.problem import Problem
 from gaplanner.search.decoder import Decoder, decode_row, thread_chunks, workspace
+from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_row, interval_workspace
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def _sort_by_address(order, offsets, out):
 
 @nb.njit(cache=True, parallel=True, nogil=True)
 def _score_population(
-    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel,
+    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel, intervals,
     durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
 ):  # fmt: skip
     """Decode each order, re-sort it by address and score it (in parallel, as the decoder).
@@ -129,15 +130,24 @@ def _score_population(
     placed before it that were not lie below it too, in space it did not use.
     So an individual's stored offsets are exactly those of its stored order,
     which lets a child be decoded from where it departs from its parent.
+    ``intervals``: the decoder's interval index arrays when it places from lifetimes
+    (``indptr`` is then empty), else those of a one-block placeholder.
     """
+    from_lifetimes = len(indptr) == 0
     for c in nb.prange(chunks):
-        work = workspace(sizes, indptr)
+        work = workspace(sizes[:1], np.zeros(2, np.int64)) if from_lifetimes else workspace(sizes, indptr)
+        lifetime_work = interval_workspace(len(sizes) if from_lifetimes else 0, intervals[5].shape[1])
         for i in range(c, len(orders), chunks):
             order, row = orders[i], offsets[i]
-            peaks[i] = decode_row(
-                order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
-                False, index_bits, sentinel, work, row,
-            )  # fmt: skip
+            if from_lifetimes:
+                peaks[i] = decode_interval_row(
+                    order, prefix[i], known[i], sizes, alignments, intervals, pinned, False, lifetime_work, row
+                )
+            else:
+                peaks[i] = decode_row(
+                    order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
+                    False, index_bits, sentinel, work, row,
+                )  # fmt: skip
             _sort_by_address(order, row, by_address[i])
             above = 0.0
             for b in range(len(row)):
@@ -157,7 +167,9 @@ class PopulationFitness:
         self.decoder = Decoder.for_problem(problem)
         self.use_contiguity = use_contiguity
         self.evaluations = 0
-        indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
+        indptr, indices = np.zeros(1, np.int64), np.zeros(0, np.int32)  # contiguity reads the lifetimes
+        if not problem.interval_conflicts:
+            indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
         sorted_indices = indices
         if use_contiguity and not problem.interval_conflicts:
             sorted_indices = np.concatenate(
@@ -169,6 +181,8 @@ class PopulationFitness:
         self._contiguity_args = (
             problem.sizes, problem.interval_conflicts, problem.lower, problem.upper, indptr, sorted_indices
         )  # fmt: skip
+        index = self.decoder.intervals or IntervalIndex.of(np.zeros(1), np.ones(1))  # a placeholder for pairs
+        self._intervals = index.arrays()
 
     def __call__(
         self, orders: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
@@ -191,7 +205,7 @@ class PopulationFitness:
         _score_population(
             orders, np.ascontiguousarray(known[0], np.int64),
             d.known_offsets(np.ascontiguousarray(known[1], np.int64)),
-            d.sizes, d.alignments, d.indptr, d.indices, d.pinned, d.index_bits, d.sentinel,
+            d.sizes, d.alignments, d.indptr, d.indices, d.pinned, d.index_bits, d.sentinel, self._intervals,
             self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
             by_address, offsets, scores.peaks, scores.excess, scores.contiguity, thread_chunks(population),
         )  # fmt: skip

@@ -14,6 +14,7 @@ import numpy as np
 
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
+from gaplanner.search.decoder import uses_intervals
 
 
 @nb.njit(cache=True)
@@ -150,10 +151,11 @@ class HoleGuide:
     def for_problem(cls, problem: Problem) -> HoleGuide:
         times, load = load_profile(problem.lower, problem.upper, problem.sizes)
         start_load = load[np.searchsorted(times, problem.lower)]
-        return cls(
-            problem.sizes, problem.lower, problem.upper, start_load,
-            problem.conflicts.indptr, problem.conflicts.indices,
-        )  # fmt: skip
+        if uses_intervals(problem):  # as the decoder: no pair list, the lifetimes give the neighbours
+            indptr, indices = np.zeros(0, np.int64), np.zeros(0, np.int32)
+        else:
+            indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
+        return cls(problem.sizes, problem.lower, problem.upper, start_load, indptr, indices)
 
 
 # A hole move draws two uniforms, then two per blocker it may move (at most this many blockers).
@@ -236,8 +238,11 @@ def _hole_move(order, offsets, sizes, lower, upper, start_load, indptr, indices,
     blockers = np.empty(HOLE_BLOCKERS, np.int64)
     overlaps = np.empty(HOLE_BLOCKERS, np.int64)
     count, first, widest = 0, _position(order, lid), 1
-    for e in range(indptr[lid], indptr[lid + 1]):
-        j = indices[e]
+    from_lifetimes = len(indptr) == 0  # no pair list: the neighbours are the lifetimes overlapping the lid's
+    for e in range(n if from_lifetimes else indptr[lid + 1] - indptr[lid]):
+        j = e if from_lifetimes else indices[indptr[lid] + e]
+        if from_lifetimes and (j == lid or lower[j] >= upper[lid] or upper[j] <= lower[lid]):
+            continue
         if count < HOLE_BLOCKERS and offsets[j] < top and offsets[j] + sizes[j] > bottom:
             blockers[count] = j
             overlaps[count] = min(offsets[j] + sizes[j], top) - max(offsets[j], bottom)
