@@ -76,7 +76,7 @@ def synthetic_arrays(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     """``(sizes, lower, upper)`` of ``n`` blocks (see the module docstring), blocks shuffled."""
     rng = np.random.default_rng(seed)
     whole = min(WHOLE_RUN, n // 100)
-    medium, long = int(round(MEDIUM * n)), int(round(LONG * n))
+    medium, long = round(MEDIUM * n), round(LONG * n)
     lower, upper = _nested(rng, max(0, n - whole - medium - long))
     run = max(int(upper.max(initial=0)), 1)
     parts = [(lower, upper), _spans(rng, medium, MEDIUM_STEPS, run), _spans(rng, long, LONG_STEPS, run)]

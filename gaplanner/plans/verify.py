@@ -4,9 +4,10 @@ A plan is valid when every offset is a non-negative multiple of its block's
 alignment, every block lies inside ``[0, peak)``, and no two conflicting
 blocks share an address. For interval problems the last check does not use
 the conflict graph at all: a compiled sweep over time keeps the live blocks in
-order of address (marks in a count tree over the blocks ranked by offset) and compares each newcomer with its two address neighbours (if the
-live blocks are pairwise disjoint, a newcomer overlapping any of them overlaps
-one of those two). For multi-core graphs every conflict edge is checked.
+order of address (marks in a count tree over the blocks ranked by offset) and
+compares each newcomer with its two address neighbours (if the live blocks are
+pairwise disjoint, a newcomer overlapping any of them overlaps one of those
+two), in O(n log n). For multi-core graphs every conflict edge is checked.
 
 A graph with ``devices`` is also checked operator by operator against its
 document: every tensor an operator on a device reads or writes (and its

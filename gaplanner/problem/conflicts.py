@@ -116,7 +116,7 @@ class IntervalConflicts(ConflictGraph):
     that needs them (the GA's moves, the exact search) reads ``indptr``/``indices``.
     """
 
-    def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:  # noqa: D107 (no dataclass fields set)
+    def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
         object.__setattr__(self, "lower", np.ascontiguousarray(lower, np.int64))
         object.__setattr__(self, "upper", np.ascontiguousarray(upper, np.int64))
         object.__setattr__(self, "_pairs", None)

@@ -155,8 +155,80 @@ def _offset_column(rows: list[dict[str, str]], header: list[str]) -> np.ndarray 
     return _integer_column(blank, "offset", 2)
 
 
+#: Decimal digits a plain CSV's integers may have: up to 18 cannot overflow int64.
+MAX_DIGITS = 18
+POWERS = 10 ** np.arange(MAX_DIGITS, dtype=np.int64)
+
+
+def _plain_fields(text: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+    """A plain CSV's header, its bytes and where each field starts and ends (row by row), or None.
+
+    Plain: no quotes, no blank lines, every row as wide as the header. Anything
+    else is left to the csv module's reader (:func:`_csv_rows`), whose messages
+    name the line.
+    """
+    text = text.replace("\r\n", "\n")
+    if '"' in text or any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        return None  # quoted fields, or line ends other than \n (str.splitlines would split there)
+    head, _, body = text.partition("\n")
+    header = [h.strip() for h in head.split(",")]
+    body = body.rstrip("\n")
+    if not body or "\n\n" in body or len(set(header)) != len(header):
+        return None
+    data = np.frombuffer(body.encode(), np.uint8)
+    ends_of_lines = np.append(np.flatnonzero(data == 10), len(data))
+    commas = np.flatnonzero(data == 44)
+    if not (np.diff(np.searchsorted(commas, ends_of_lines), prepend=0) == len(header) - 1).all():
+        return None
+    ends = np.sort(np.concatenate([commas, ends_of_lines]))
+    return header, data, np.concatenate([[0], ends[:-1] + 1]), ends
+
+
+def _integers(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The fields as int64 if each is decimal digits after an optional minus sign, else None."""
+    negative = (ends > starts) & (data[np.minimum(starts, len(data) - 1)] == 45)
+    first = starts + negative
+    digits = ends - first
+    if not len(digits) or digits.min() < 1 or digits.max() > MAX_DIGITS:
+        return None
+    cut = np.cumsum(digits) - digits
+    at = np.arange(int(digits.sum())) - np.repeat(cut - first, digits)  # every digit's byte
+    values = data[at].astype(np.int64) - 48
+    if values.min() < 0 or values.max() > 9:
+        return None
+    numbers = np.add.reduceat(values * POWERS[np.repeat(ends, digits) - at - 1], cut)
+    return np.where(negative, -numbers, numbers)
+
+
+def _plain_problem(text: str, name: str) -> Problem | None:
+    """The problem of a plain ``lower,upper,size`` CSV of integers (vectorised), or None for any other."""
+    fields = _plain_fields(text)
+    if fields is None:
+        return None
+    header, data, starts, ends = fields
+    if not {"lower", "upper", "size"} <= set(header) or "offset" in header:
+        return None
+    width, column = len(header), {c: header.index(c) for c in header}
+    lower, upper, sizes = (
+        _integers(data, starts[column[c] :: width], ends[column[c] :: width])
+        for c in ("lower", "upper", "size")
+    )
+    if lower is None or upper is None or sizes is None:
+        return None  # not plain integers (clocks among them): the row-wise reader says where
+    id_column = "id" if "id" in header else "buffer" if "buffer" in header else None
+    ids = None
+    if id_column:
+        raw = data.tobytes()
+        bounds = zip(*(a[column[id_column] :: width].tolist() for a in (starts, ends)), strict=True)
+        # lstrip(" "): as the csv reader's skipinitialspace
+        ids = tuple(raw[s:e].decode().lstrip(" ") for s, e in bounds)
+    return problem_from_arrays(sizes, lower, upper, ids=ids, name=name)
+
+
 def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
     """A problem from MiniMalloc CSV text, or omnimalloc's (times may be vector clocks ``a:b:c``)."""
+    if (plain := _plain_problem(without_bom(text), name)) is not None:
+        return plain
     header, rows = _csv_rows(without_bom(text).splitlines(), name)
     if {"lower", "upper", "size"} <= set(header) and any(":" in (r["lower"] or "") for r in rows):
         return _clock_problem(rows, header, name)

@@ -168,22 +168,29 @@ def _pinned_top(sizes: np.ndarray, pinned: np.ndarray) -> int:
 
 
 def _check_pinned(problem: Problem) -> Problem:
-    """Refuse pinned blocks that overlap a conflicting pinned block: no plan could keep both."""
+    """Refuse pinned blocks that overlap a conflicting pinned block: no plan could keep both.
+
+    On an interval problem the pinned blocks' lifetimes tell their conflicts: the
+    pair list is not built for this.
+    """
     fixed = np.flatnonzero(problem.pinned >= 0)
-    ends = problem.pinned + problem.sizes
+    offsets, ends = problem.pinned, problem.pinned + problem.sizes
     for a in fixed:
-        for b in problem.conflicts.neighbors(int(a)):
-            if (
-                b > a
-                and problem.pinned[b] >= 0
-                and problem.pinned[a] < ends[b]
-                and problem.pinned[b] < ends[a]
-            ):
-                raise InputError(
-                    f"pinned blocks {problem.ids[a]!r} [{problem.pinned[a]}, {ends[a]}) and "
-                    f"{problem.ids[b]!r} [{problem.pinned[b]}, {ends[b]}) are live at once and overlap",
-                    "offset",
-                )
+        if problem.interval_conflicts:
+            later = fixed[fixed > a]
+            live = (problem.lower[later] < problem.upper[a]) & (problem.lower[a] < problem.upper[later])
+            candidates = later[live]
+        else:
+            candidates = problem.conflicts.neighbors(int(a))
+            candidates = np.sort(candidates[(candidates > a) & (offsets[candidates] >= 0)])
+        clash = candidates[(offsets[a] < ends[candidates]) & (offsets[candidates] < ends[a])]
+        if len(clash):
+            b = int(clash[0])
+            raise InputError(
+                f"pinned blocks {problem.ids[a]!r} [{offsets[a]}, {ends[a]}) and "
+                f"{problem.ids[b]!r} [{offsets[b]}, {ends[b]}) are live at once and overlap",
+                "offset",
+            )
     return problem
 
 

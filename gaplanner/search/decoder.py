@@ -33,8 +33,9 @@ import numpy as np
 
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import Problem
-from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_population
 from gaplanner.search import kernels
+from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_population
+from gaplanner.search.neighbours import padded_neighbours, uses_intervals, worst_end
 
 INT32_SENTINEL = np.iinfo(np.int32).max // 2
 INT64_SENTINEL = np.iinfo(np.int64).max // 2
@@ -42,17 +43,6 @@ INT64_SENTINEL = np.iinfo(np.int64).max // 2
 # if it has at least SORT_MIN_RANGES of them (see _first_fit_deep).
 SWEEPS_BEFORE_SORT = 16
 SORT_MIN_RANGES = 512
-# Neighbour lists are padded with the never-placed block to a multiple of this many
-# entries, so the sweeps' vector loops have no remainder. LLVM vectorizes a sweep as
-# 8 lanes unrolled 4 times; with lists padded to 32 every sweep runs that body alone,
-# never the 4-lane epilogue, which pays for the padding the gather copies.
-NEIGHBOUR_LANES = 32
-# A population of orders of an interval problem is decoded from its pair list when that list, padded,
-# holds at most this many entries (a few hundred MB with the list itself) and the pair decoder's packed
-# keys fit; else from the lifetimes (gaplanner.search.interval_decoder). Where the pairs fit they decode
-# populations faster; a single order is decoded from the lifetimes, which costs about what building
-# the pair list alone does (experiments/bench_decoder.py measures both).
-PAIR_ENTRIES_LIMIT = 1 << 25
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -368,7 +358,7 @@ class Decoder:
 
     @classmethod
     def for_problem(cls, problem: Problem, population: bool = True) -> Decoder:
-        """The decoder of ``problem``'s orders; ``population=False``: for one order (see :func:`uses_intervals`)."""
+        """The decoder of ``problem``'s orders; ``population=False``: of one order (see uses_intervals)."""
         kernels.prepare()  # before the first parallel decode in this process
         pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
         degrees = problem.conflicts.degrees()
@@ -379,15 +369,14 @@ class Decoder:
                        problem.pinned, index)  # fmt: skip
         max_degree = max(1, int(degrees.max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
-        worst_end = _worst_end(problem)
-        if worst_end.bit_length() + index_bits > 62:
+        top = worst_end(problem)
+        if top.bit_length() + index_bits > 62:  # partial orders only: interval problems decode from lifetimes
             raise InputError(
-                f"offsets up to {worst_end} with {max_degree} neighbours exceed the decoder's 62-bit keys",
-                "sizes",
+                f"offsets up to {top} with {max_degree} neighbours exceed the decoder's 62-bit keys", "sizes"
             )
-        narrow = worst_end < INT32_SENTINEL
+        narrow = top < INT32_SENTINEL
         dtype, sentinel = (np.int32, INT32_SENTINEL) if narrow else (np.int64, INT64_SENTINEL)
-        indptr, indices = _padded_neighbours(problem.conflicts.indptr, problem.conflicts.indices)
+        indptr, indices = padded_neighbours(problem.conflicts.indptr, problem.conflicts.indices)
         sizes, alignments = problem.sizes.astype(dtype), problem.alignments.astype(dtype)
         return cls(sizes, alignments, indptr, indices, index_bits, sentinel, pinned, problem.pinned)
 
@@ -427,44 +416,6 @@ class Decoder:
             best_fit, self.index_bits, self.sentinel, offsets, thread_chunks(len(orders)),
         )  # fmt: skip
         return peaks, offsets
-
-
-def _worst_end(problem: Problem) -> int:
-    """No offset reaches the highest pinned block's end plus the sum of sizes and alignment padding."""
-    pinned_end = int((problem.pinned + problem.sizes)[problem.pinned >= 0].max(initial=0))
-    return pinned_end + problem.total_size + int(problem.alignments.max()) * problem.n
-
-
-def uses_intervals(problem: Problem, degrees: np.ndarray | None = None, population: bool = True) -> bool:
-    """Whether ``problem``'s decodes place blocks from their lifetimes rather than a pair list.
-
-    Only interval problems can. A single order always does; a population does when
-    the padded pair list would hold more than ``PAIR_ENTRIES_LIMIT`` entries or the pair
-    decoder's packed keys (offset and neighbour index in 62 bits) would overflow.
-    """
-    if not problem.interval_conflicts:
-        return False
-    if not population:
-        return True
-    degrees = problem.conflicts.degrees() if degrees is None else degrees
-    padded = int((-(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES).sum())
-    index_bits = max(1, int(degrees.max(initial=0)).bit_length())
-    return padded > PAIR_ENTRIES_LIMIT or _worst_end(problem).bit_length() + index_bits > 62
-
-
-def _padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The neighbour lists, each padded to a multiple of ``NEIGHBOUR_LANES`` with the block ``n``.
-
-    Block ``n`` is the range table's never-placed row. The indices are unsigned.
-    """
-    n, degrees = len(indptr) - 1, np.diff(indptr)
-    padded = -(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES
-    padded_indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(padded, out=padded_indptr[1:])
-    padded_indices = np.full(padded_indptr[-1], n, np.uint32)
-    for b in range(n):  # a list at a time: no temporary the size of the graph
-        padded_indices[padded_indptr[b] : padded_indptr[b] + degrees[b]] = indices[indptr[b] : indptr[b + 1]]
-    return padded_indptr, padded_indices
 
 
 def load_decoder() -> None:

@@ -141,8 +141,9 @@ def _score_population(
             order, row = orders[i], offsets[i]
             if from_lifetimes:
                 peaks[i] = decode_interval_row(
-                    order, prefix[i], known[i], sizes, alignments, intervals, pinned, False, lifetime_work, row
-                )
+                    order, prefix[i], known[i], sizes, alignments, intervals, pinned, False, lifetime_work,
+                    row,
+                )  # fmt: skip
             else:
                 peaks[i] = decode_row(
                     order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,

@@ -68,7 +68,7 @@ class IntervalIndex:
     rank: np.ndarray  # int64 per block: its position by (class, start, index)
     sorted_lower: np.ndarray  # int64 per rank
     sorted_upper: np.ndarray  # int64 per rank
-    classes: np.ndarray  # int64 (3, classes): first rank, end rank and longest lifetime of each non-empty class
+    classes: np.ndarray  # int64 (3, classes): each non-empty class's first rank, end rank, longest lifetime
 
     @classmethod
     def of(cls, lower: np.ndarray, upper: np.ndarray) -> IntervalIndex:
@@ -196,7 +196,9 @@ def decode_interval_row(order, first, known, sizes, alignments, index, pinned, b
 
 
 @nb.njit(cache=True, parallel=True)
-def decode_interval_population(orders, prefix, known, sizes, alignments, index, pinned, best_fit, offsets, chunks):
+def decode_interval_population(
+    orders, prefix, known, sizes, alignments, index, pinned, best_fit, offsets, chunks
+):  # fmt: skip
     """Decode every row of ``orders`` in parallel, in ``chunks``; return the peaks."""
     peaks = np.empty(len(orders), np.int64)
     for c in nb.prange(chunks):

@@ -14,7 +14,7 @@ import numpy as np
 
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
-from gaplanner.search.decoder import uses_intervals
+from gaplanner.search.neighbours import uses_intervals
 
 
 @nb.njit(cache=True)

@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 
 from gaplanner import build_problem, problem_from_arrays
 from gaplanner.problem.problem import Problem
-from gaplanner.search.decoder import NEIGHBOUR_LANES, SORT_MIN_RANGES, Decoder, _sort_indices, decode
+from gaplanner.search.decoder import SORT_MIN_RANGES, Decoder, _sort_indices, decode
 from gaplanner.search.fitness import PopulationFitness
+from gaplanner.search.neighbours import NEIGHBOUR_LANES
 from tests.oracles import address_order, best_fit_offsets, first_fit_offsets
 from tests.strategies import SETTINGS, graph_documents, interval_problems
 

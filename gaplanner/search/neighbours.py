@@ -1,0 +1,63 @@
+"""The pair lists the pair-list decoder reads, and which problems' decodes read them.
+
+The pair-list decoder (:mod:`gaplanner.search.decoder`) gathers each block's
+neighbours from a padded copy of the conflict graph's lists; the interval
+decoder (:mod:`gaplanner.search.interval_decoder`) finds them from the
+lifetimes. :func:`uses_intervals` picks one for a problem.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gaplanner.problem.problem import Problem
+
+# Neighbour lists are padded with the never-placed block to a multiple of this many
+# entries, so the sweeps' vector loops have no remainder. LLVM vectorizes a sweep as
+# 8 lanes unrolled 4 times; with lists padded to 32 every sweep runs that body alone,
+# never the 4-lane epilogue, which pays for the padding the gather copies.
+NEIGHBOUR_LANES = 32
+# A population of orders of an interval problem is decoded from its pair list when that list, padded,
+# holds at most this many entries (a few hundred MB with the list itself) and the pair decoder's packed
+# keys fit; else from the lifetimes (gaplanner.search.interval_decoder). Where the pairs fit they decode
+# populations faster; a single order is decoded from the lifetimes, which costs about what building
+# the pair list alone does (experiments/bench_decoder.py measures both).
+PAIR_ENTRIES_LIMIT = 1 << 25
+
+
+def worst_end(problem: Problem) -> int:
+    """No offset reaches the highest pinned block's end plus the sum of sizes and alignment padding."""
+    pinned_end = int((problem.pinned + problem.sizes)[problem.pinned >= 0].max(initial=0))
+    return pinned_end + problem.total_size + int(problem.alignments.max()) * problem.n
+
+
+def uses_intervals(problem: Problem, degrees: np.ndarray | None = None, population: bool = True) -> bool:
+    """Whether ``problem``'s decodes place blocks from their lifetimes rather than a pair list.
+
+    Only interval problems can. A single order always does; a population does when
+    the padded pair list would hold more than ``PAIR_ENTRIES_LIMIT`` entries or the pair
+    decoder's packed keys (offset and neighbour index in 62 bits) would overflow.
+    """
+    if not problem.interval_conflicts:
+        return False
+    if not population:
+        return True
+    degrees = problem.conflicts.degrees() if degrees is None else degrees
+    padded = int((-(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES).sum())
+    index_bits = max(1, int(degrees.max(initial=0)).bit_length())
+    return padded > PAIR_ENTRIES_LIMIT or worst_end(problem).bit_length() + index_bits > 62
+
+
+def padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbour lists, each padded to a multiple of ``NEIGHBOUR_LANES`` with the block ``n``.
+
+    Block ``n`` is the range table's never-placed row. The indices are unsigned.
+    """
+    n, degrees = len(indptr) - 1, np.diff(indptr)
+    padded = -(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES
+    padded_indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(padded, out=padded_indptr[1:])
+    padded_indices = np.full(padded_indptr[-1], n, np.uint32)
+    for b in range(n):  # a list at a time: no temporary the size of the graph
+        padded_indices[padded_indptr[b] : padded_indptr[b] + degrees[b]] = indices[indptr[b] : indptr[b + 1]]
+    return padded_indptr, padded_indices
