@@ -131,6 +131,7 @@ RATE_HEADER = [
     "C++ first-fit (omnimalloc), per CPU-second",
     "numba / C++, same rounds",
     f"numba {numba.config.NUMBA_NUM_THREADS} cores",
+    "from lifetimes / pairs, same rounds",
 ]
 
 
@@ -158,8 +159,12 @@ def rate_cells(
     seconds: float,
     numpy_decode: Callable | None = None,
     reference: Callable | None = None,
+    lifetimes: Callable | None = None,
 ) -> list[str]:
-    """One row's figures (:data:`RATE_HEADER`); ``-`` where a decoder is missing."""
+    """One row's figures (:data:`RATE_HEADER`); ``-`` where a decoder is missing.
+
+    ``lifetimes``: the interval decoder's population decode, when ``decoder`` reads pairs.
+    """
 
     def rate(value: float) -> str:
         return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
@@ -168,6 +173,7 @@ def rate_cells(
     numba.set_num_threads(1)
     one = decodes_per_second(decoder, orders, seconds)
     contenders = {"numba": decoder.decode_population} | ({"C++": reference} if reference else {})
+    contenders |= {"lifetimes": lifetimes} if lifetimes else {}
     cpu = paired_cpu_rates(contenders, orders, seconds)
     numba.set_num_threads(cores)
     every = decodes_per_second(decoder, orders, seconds)
@@ -177,7 +183,10 @@ def rate_cells(
         cpp = rate(statistics.median(cpu["C++"]))
         ratio = f"{statistics.median(np.divide(cpu['numba'], cpu['C++'])):.2f}x"
     cpu_median, cpu_best = rate(statistics.median(cpu["numba"])), rate(max(cpu["numba"]))
-    return [plain, rate(one), cpu_median, cpu_best, cpp, ratio, rate(every)]
+    versus = "-"
+    if lifetimes:  # how many times a pair-list decode the lifetime decode takes
+        versus = f"{statistics.median(np.divide(cpu['numba'], cpu['lifetimes'])):.2f}x slower"
+    return [plain, rate(one), cpu_median, cpu_best, cpp, ratio, rate(every), versus]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,11 +211,16 @@ def main(argv: list[str] | None = None) -> int:
         normalized = np.take_along_axis(random, ranks, 1)
         numpy_decode = numpy_first_fit(problem) if problem.n < 2000 else None
         reference = omnimalloc_first_fit(problem)
+        lifetimes = None
+        if problem.interval_conflicts and decoder.intervals is None:
+            lifetimes = Decoder.for_problem(problem, population=False).decode_population
+        if lifetimes is not None:
+            assert np.array_equal(lifetimes(random[:2])[1], decoder.decode_population(random[:2])[1])
         for check in (numpy_decode, reference):
             if check is not None:
                 assert np.array_equal(check(random[:2]), decoder.decode_population(random[:2])[0])
         for label, orders in (("random", random), ("normalized", normalized)):
-            cells = rate_cells(decoder, orders, args.seconds, numpy_decode, reference)
+            cells = rate_cells(decoder, orders, args.seconds, numpy_decode, reference, lifetimes)
             rows.append([problem.name, problem.n, label, *cells])
     header = ["input", "blocks", "orders", *RATE_HEADER]
     print(markdown_table(header, rows))
@@ -224,7 +238,10 @@ and the best of the rounds. The C++ first-fit placer is omnimalloc 1.0's
 (`FirstFitPlacer.peak`, one call per order), timed in rounds that take turns
 with ours; the ratio of the two in the same rounds is the figure the machine's
 speed moves least. The numpy column is the same decoding written with numpy
-across the population."""
+across the population. The last column compares, in the same rounds, the
+decoder that finds neighbours from the lifetimes (no pair list; what interval
+problems whose padded pair lists pass 2**25 entries, and every single-order
+decode, use) with the pair-list decoder the row's problem gets."""
 
 
 if __name__ == "__main__":
