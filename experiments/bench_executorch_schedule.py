@@ -105,7 +105,7 @@ HEADER = [
     "searched order, gaplanner",
     "searched / ExecuTorch",
     "bound: given -> chosen",
-    "max |output - eager|",
+    "largest difference from eager",
     "search s",
 ]
 
