@@ -27,9 +27,11 @@ from gaplanner.plans.plan import GenerationRecord, Plan
 from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs
 from gaplanner.plans.tensor_check import check_tensor_plan
 from gaplanner.plans.verify import find_memory_violation, find_violation
-from gaplanner.problem.loading import load_problem
+from gaplanner.problem.loading import load_document, load_problem
 from gaplanner.problem.pools import TOGETHER
 from gaplanner.problem.problem import Problem
+from gaplanner.schedule import ScheduleResult, ScheduleSettings
+from gaplanner.schedule.planning import scheduled_problem, with_schedule
 from gaplanner.search.ga import GASettings
 from gaplanner.solve import ALGORITHMS, compare, settings_for, solve
 
@@ -136,12 +138,12 @@ def _pool(args: argparse.Namespace) -> Pool | None:
             raise InputError(f"{len(inputs)} inputs: plan them in one pool with --together", "input")
         if args.shared:
             raise InputError("shared tensors apply to a pool of models; add --together", "--shared")
-        if args.schedule:
-            raise InputError(
-                "a schedule interleaves a pool of models; add --together interleaved", "--schedule"
-            )
         return None
-    schedule = _read_schedule(args.schedule) if args.schedule else None
+    if args.schedule == "search":
+        raise InputError(
+            "a pool's interleaving is given as a FILE; searching it is not supported", "--schedule"
+        )
+    schedule = _read_schedule(args.schedule) if args.schedule not in (None, "fixed") else None
     try:
         return pool_inputs(inputs, together, args.shared or (), _rules(args), schedule)
     except InputError as exc:  # name the flag: "--shared: no model has a tensor 'kv'"
@@ -172,13 +174,29 @@ def _read_schedule(path: str) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
+def _single_problem(args: argparse.Namespace) -> tuple[Problem, ScheduleResult | None]:
+    """One input's problem, its operators in the order ``--schedule`` names (and the search's result)."""
+    source = (args.input or [DEFAULT_INPUT])[0]
+    if args.schedule in (None, "fixed"):
+        return load_problem(source, rules=_rules(args)), None
+    document = load_document(source)
+    if not document.is_graph:
+        raise InputError("a buffer list has no operators to order", "--schedule")
+    schedule = args.schedule if args.schedule == "search" else _read_schedule(args.schedule)
+    try:
+        return scheduled_problem(document, schedule, _rules(args), ScheduleSettings(seed=args.seed))
+    except InputError as exc:  # "schedule[3]" is the file's fourth entry
+        if args.schedule == "search" or not (exc.field or "").startswith("schedule"):
+            raise
+        if exc.field == "schedule":
+            raise InputError(exc.reason, args.schedule) from None
+        line = _schedule_line(args.schedule, int(exc.field[9:-1]))  # type: ignore[index]
+        raise InputError(exc.reason, f"{args.schedule} (line {line})") from None
+
+
 def _plan(args: argparse.Namespace) -> int:
     pool = _pool(args)
-    problem = (
-        pool.problem
-        if pool is not None
-        else load_problem((args.input or [DEFAULT_INPUT])[0], rules=_rules(args))
-    )
+    problem, searched = (pool.problem, None) if pool is not None else _single_problem(args)
     problem, capacity = fits_question(problem, args.capacity)
     if asks_fit(problem, capacity):
         return _answer_fit(args, problem, capacity, pool)
@@ -188,6 +206,8 @@ def _plan(args: argparse.Namespace) -> int:
         # worker, say) goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             plan = _solve(args, problem, on_progress=progress)
+            if pool is None and args.schedule not in (None, "fixed"):
+                plan = with_schedule(plan, problem, searched)
             data = plan.to_dict()
             if pool is not None:
                 data["pool"] = _compare_alone(args, pool, plan)
@@ -309,8 +329,10 @@ def _add_pool_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--schedule",
-        metavar="FILE",
-        help="with --together interleaved: the models' operators in run order, one MODEL/operator a line "
+        metavar="fixed|search|FILE",
+        help="the operators' order: the document's own (fixed, the default), one searched to lower the "
+        "bound (search: the plan then carries 'schedule' and a certificate), or a FILE of operator ids in "
+        "run order, one a line; with --together interleaved, the models' operators as MODEL/operator "
         "(MODEL: the input's file name without extension)",
     )
     group.add_argument("--concurrent", action="store_true", help="the same as --together concurrent")

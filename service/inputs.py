@@ -19,9 +19,11 @@ from gaplanner.documents.schema import Buffer, Document, parse_document
 from gaplanner.documents.zoo import ZOO_PREFIX, zoo_document
 from gaplanner.errors import InputError
 from gaplanner.plans.capacity import fits_question
-from gaplanner.problem.loading import load_problem
+from gaplanner.problem.loading import load_document, load_problem
 from gaplanner.problem.pools import problem_from_pool_document
 from gaplanner.problem.problem import build_problem
+from gaplanner.schedule.choose import given_order
+from gaplanner.schedule.dag import build_dag
 from gaplanner.search.memories.search import MEMORY_ALGORITHMS
 from gaplanner.solve import settings_for
 from service.config import ServiceSettings
@@ -236,6 +238,8 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
     graph = request.graph  # type: ignore[attr-defined]
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
     problem = _problem(kind, graph, settings, rules_from_options(options), algorithm)
+    if options.get("schedule") == "search":  # after _problem: a name is one the server knows
+        _check_schedulable(graph)
     return NewJob(
         id=uuid.uuid4().hex,
         kind=kind,
@@ -246,3 +250,30 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
         lower_bound=problem.lower_bound,
         algorithm=options.get("algorithm", "compare"),
     )
+
+
+def schedulable_document(graph: Any) -> Document:
+    """The graph document whose operator order a plan job searches (a name or a document)."""
+    if isinstance(graph, dict) and "models" in graph:
+        raise ApiError(
+            422, "a pool's interleaving is not searched; plan its models one by one", "options.schedule"
+        )
+    document = load_document(graph) if isinstance(graph, str) else parse_document(graph)
+    if not document.is_graph:
+        raise ApiError(422, "a buffer list has no operators to order", "options.schedule")
+    if document.memories is not None:
+        raise ApiError(
+            422, "an order is planned in one arena; this document has memories", "options.schedule"
+        )
+    return document
+
+
+def _check_schedulable(graph: Any) -> None:
+    """Refuse at once what the order search would: a dependency cycle, a listed order breaking one."""
+    try:
+        document = schedulable_document(graph)
+        given_order(document, build_dag(document))
+    except InputError as exc:
+        raise _graph_error(exc) from None
+    except RecursionError:
+        raise ApiError(422, "the document is nested too deeply", "graph") from None

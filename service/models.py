@@ -79,6 +79,11 @@ class PlanOptions(SearchOptions):
     algorithm: Algorithm = Field(
         "ga", description="The planner: `ga` by default, a baseline, or `random-search`."
     )
+    schedule: Literal["fixed", "search"] = Field(
+        "fixed",
+        description="The operators' order: the graph's own (fixed), or one searched to lower the bound "
+        "(search: the plan carries `schedule` and `certificate`).",
+    )
 
 
 GraphField = Annotated[Any, WithJsonSchema(GRAPH_SCHEMA)]

@@ -139,6 +139,17 @@ def job_settings(algorithm: str, options: dict[str, Any]) -> Any:
     return settings
 
 
+def _scheduled_problem(graph: Any, options: dict[str, Any]) -> tuple[Any, Any]:
+    """The problem with its operators in a searched order, and the search's certificate."""
+    from gaplanner.schedule import ScheduleSettings
+    from gaplanner.schedule.planning import scheduled_problem
+    from service.inputs import rules_from_options, schedulable_document
+
+    document = schedulable_document(graph)
+    settings = ScheduleSettings(seed=options.get("seed", 0))
+    return scheduled_problem(document, "search", rules_from_options(options), settings)
+
+
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Plan (or compare on) one input; what the store keeps of the result."""
     from gaplanner.problem.loading import load_problem
@@ -147,7 +158,11 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
 
     if _progress is not None and slot is not None:  # which process runs the job, should one die
         _progress.put((job_id, {"pid": os.getpid()}))
-    problem = load_problem(graph, rules=rules_from_options(options))
+    searched = kind == "plan" and options.get("schedule") == "search"
+    if searched:
+        problem, schedule = _scheduled_problem(graph, options)
+    else:
+        problem = load_problem(graph, rules=rules_from_options(options))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
     settings = job_settings(algorithm, options)
     reporter = _Reporter(job_id, slot)
@@ -175,6 +190,11 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
         }
     else:
         plan, data = _plan(problem, algorithm, settings, hooks, options)
+        if searched:
+            from gaplanner.schedule.planning import with_schedule
+
+            plan = with_schedule(plan, problem, schedule)
+            data = plan.to_dict()
         trace = data.pop("trace", None)
         result = {
             "plan": data,

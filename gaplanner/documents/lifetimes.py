@@ -140,12 +140,17 @@ def _check_aliases(op: Any, k: int) -> None:
 
 
 def _successors(
-    doc: Document, writer: np.ndarray, readers: list[list[int]], op_index: dict[str, int]
+    doc: Document,
+    writer: np.ndarray,
+    readers: list[list[int]],
+    op_index: dict[str, int],
+    program_order: bool = True,
 ) -> list[set[int]]:
+    """Each operator's successors: data, ``after`` and ``sync`` edges, and its core's program order."""
     ops = doc.operators or []
     succ: list[set[int]] = [set() for _ in ops]
     last_on_core: dict[int, int] = {}
-    for k, op in enumerate(ops):
+    for k, op in enumerate(ops if program_order else []):
         if op.core in last_on_core:
             succ[last_on_core[op.core]].add(k)
         last_on_core[op.core] = k
@@ -165,8 +170,26 @@ def _successors(
     return succ
 
 
-def _linear_extension(doc: Document, succ: list[set[int]]) -> list[int]:
-    """Kahn's algorithm, ready operators by (index in own core's program, core)."""
+def _linear_extension(doc: Document, succ: list[set[int]], dependencies: list[set[int]]) -> list[int]:
+    """A linear extension of ``succ``; refused naming a cycle, or the operator the listed order runs
+    before an input's writer when ``dependencies`` (``succ`` without the program order) have none."""
+    ops = doc.operators or []
+    order, indegree = _kahn(doc, succ)
+    if len(order) < len(ops):
+        if len(_kahn(doc, dependencies)[0]) == len(ops):
+            _refuse_order(doc)
+        stuck = [k for k in range(len(ops)) if indegree[k] > 0]
+        cycle = [ops[k].id for k in _cycle(stuck, succ)]
+        raise InputError(
+            f"the happens-before order has a cycle through operator {cycle[0]!r}: "
+            + " -> ".join(repr(c) for c in [*cycle, cycle[0]]),
+            "operators",
+        )
+    return order
+
+
+def _kahn(doc: Document, succ: list[set[int]]) -> tuple[list[int], list[int]]:
+    """Kahn's algorithm, ready operators by (index in own core's program, core); shorter on a cycle."""
     ops = doc.operators or []
     rank: list[tuple[int, int]] = []
     seen: dict[int, int] = {}
@@ -187,13 +210,41 @@ def _linear_extension(doc: Document, succ: list[set[int]]) -> list[int]:
             indegree[v] -= 1
             if indegree[v] == 0:
                 heapq.heappush(ready, (rank[v], v))
-    if len(order) < len(ops):
-        stuck = [ops[k].id for k in range(len(ops)) if indegree[k] > 0][:5]
-        raise InputError(
-            "the happens-before order has a cycle through operators " + ", ".join(repr(s) for s in stuck),
-            "operators",
-        )
-    return order
+    return order, indegree
+
+
+def _refuse_order(doc: Document) -> None:
+    """Name an operator its core's program runs before the writer of one of its inputs, if any."""
+    ops = doc.operators or []
+    writer = {t: k for k, op in enumerate(ops) for t in op.outputs}
+    for k, op in enumerate(ops):
+        for m, tid in enumerate(op.inputs):
+            w = writer.get(tid, -1)
+            if w > k and ops[w].core == op.core:
+                raise InputError(
+                    f"operator {op.id!r} reads {tid!r} before operator {ops[w].id!r} writes it",
+                    f"operators[{k}].inputs[{m}]",
+                )
+
+
+def _cycle(stuck: list[int], succ: list[set[int]]) -> list[int]:
+    """One cycle among operators that all wait on another one, from the first listed on it."""
+    waiting = set(stuck)
+    preds: dict[int, list[int]] = {k: [] for k in stuck}
+    for u in stuck:
+        for v in succ[u]:
+            if v in waiting:
+                preds[v].append(u)
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    k = stuck[0]
+    while k not in seen:
+        seen[k] = len(path)
+        path.append(k)
+        k = min(preds[k])
+    loop = path[seen[k] :][::-1]  # in run order
+    start = loop.index(min(loop))
+    return loop[start:] + loop[:start]
 
 
 def _strict_descendants(order: list[int], succ: list[set[int]], position: np.ndarray) -> np.ndarray:
@@ -304,7 +355,8 @@ def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
     _check_inputs(doc, tensor_index, writer_op)
     outputs = _model_outputs(doc, tensor_index, writer_op, readers_op) if keep_outputs else set()
     succ = _successors(doc, writer_op, readers_op, op_index)
-    order = _linear_extension(doc, succ)
+    dependencies = _successors(doc, writer_op, readers_op, op_index, program_order=False)
+    order = _linear_extension(doc, succ, dependencies)
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
     n_ops = len(order)

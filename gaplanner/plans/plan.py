@@ -11,7 +11,7 @@ import io
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from gaplanner.plans.tensor_check import check_tensor_plan
 from gaplanner.plans.verify import verify
 from gaplanner.problem.clocks import format_clock
 from gaplanner.problem.problem import Problem, TensorMap
+
+if TYPE_CHECKING:
+    from gaplanner.schedule.choose import ScheduleResult
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,10 @@ class Plan:
     search: SearchStats | None = None
     ray: RayStats | None = None
     decode_seconds: float | None = None
+    #: the operators in the order the plan is for, when the order was searched (or given)
+    schedule: tuple[str, ...] | None = None
+    #: with a searched order: the given, chosen and order-free bounds
+    certificate: ScheduleResult | None = None
 
     @property
     def ratio(self) -> float:
@@ -82,7 +89,9 @@ class Plan:
 
     @property
     def optimal(self) -> bool:
-        """Proven optimal: the peak meets the lower bound."""
+        """Proven optimal: the peak meets the lower bound (searched order: the bound over all orders)."""
+        if self.certificate is not None:
+            return self.peak <= self.certificate.order_free_bound
         return self.peak <= self.lower_bound
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +110,8 @@ class Plan:
                 for bid, off, size in zip(problem.ids, self.offsets, problem.sizes, strict=True)
             ],
             **({"tensors": self.tensor_rows()} if problem.tensors is not None else {}),
+            **({"schedule": list(self.schedule)} if self.schedule is not None else {}),
+            **({"certificate": self.certificate.to_dict()} if self.certificate is not None else {}),
             **self._search_dict(),
         }
 
@@ -160,12 +171,24 @@ class Plan:
                 writer.writerow([p.ids[i], *lifetime, p.sizes[i], self.offsets[i]])
             return out.getvalue()
         extra = device_columns(tensors)
-        writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with", *extra])
+        steps = self._schedule_cells(len(tensors.ids))
+        writer.writerow(["id", "lower", "upper", "size", "offset", "shares_with", *extra, *steps[:1]])
         for t, row in enumerate(self.tensor_rows()):
             lifetime = [tensors.lower[t], tensors.upper[t]]
             cells = [row["id"], *lifetime, row["size"], row["offset"], row.get("shares_with", "")]
-            writer.writerow(cells + device_cells(row, extra))
+            writer.writerow(cells + device_cells(row, extra) + steps[1 + t : 2 + t])
         return out.getvalue()
+
+    def _schedule_cells(self, rows: int) -> list[str]:
+        """The ``schedule`` column: row ``i`` names the ``i``-th operator run; the last row every one left.
+
+        Empty (no column) when the plan carries no schedule.
+        """
+        if self.schedule is None:
+            return []
+        order = list(self.schedule)
+        cells = [*order[: rows - 1], " ".join(order[rows - 1 :])]
+        return ["schedule", *cells, *[""] * (rows - len(cells))]
 
 
 def device_columns(tensors: TensorMap) -> list[str]:

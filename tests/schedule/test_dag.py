@@ -91,3 +91,24 @@ def test_an_unknown_after_operator_is_named() -> None:
     data["operators"][1]["after"] = ["nope"]
     with pytest.raises(InputError, match=r"operators\[1\]\.after\[0\]: unknown operator id 'nope'"):
         build_problem(parse_document(data))
+
+
+def test_a_listed_order_breaking_a_dependency_is_refused_when_fixed() -> None:
+    from gaplanner.problem.problem import build_problem
+
+    data = diamond()
+    data["operators"] = [data["operators"][1], data["operators"][0], data["operators"][2]]
+    with pytest.raises(InputError) as caught:
+        build_problem(parse_document(data))
+    assert str(caught.value) == "operators[0].inputs[0]: operator 'g' reads 'a' before operator 'f' writes it"
+
+
+def test_a_fixed_order_names_a_cycle_from_its_first_operator() -> None:
+    from gaplanner.problem.problem import build_problem
+
+    data = diamond()
+    data["operators"][0]["after"] = ["h"]
+    with pytest.raises(InputError) as caught:
+        build_problem(parse_document(data))
+    message = "operators: the happens-before order has a cycle through operator 'f': 'f' -> 'h' -> 'f'"
+    assert str(caught.value) == message
