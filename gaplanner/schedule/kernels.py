@@ -119,6 +119,42 @@ def _move(order: np.ndarray, pos: np.ndarray, src: int, dst: int) -> None:
 
 
 @nb.njit(cache=True, nogil=True)
+def _drag(
+    order: np.ndarray,
+    pos: np.ndarray,
+    src: int,
+    dst: int,
+    ptr: np.ndarray,
+    idx: np.ndarray,
+    mark: np.ndarray,
+    buffer: np.ndarray,
+) -> None:
+    """Move the operator at ``src`` to ``dst`` with the operators between that it depends on (earlier:
+    ``ptr``/``idx`` are successor lists, an operator with a marked successor is marked) or that depend
+    on it (later: predecessor lists), the others keeping their relative order: a valid order again."""
+    step = -1 if dst < src else 1
+    lo, hi = min(src, dst), max(src, dst)
+    mark[order[src]] = True
+    for p in range(src + step, dst + step, step):
+        u = order[p]
+        for e in range(ptr[u], ptr[u + 1]):
+            if mark[idx[e]]:
+                mark[u] = True
+                break
+    count = 0
+    first, second = (True, False) if dst < src else (False, True)
+    for want in (first, second):
+        for p in range(lo, hi + 1):
+            if mark[order[p]] == want:
+                buffer[count] = order[p]
+                count += 1
+    for p in range(lo, hi + 1):
+        order[p] = buffer[p - lo]
+        pos[order[p]] = p
+        mark[order[p]] = False
+
+
+@nb.njit(cache=True, nogil=True)
 def local_search(
     order: np.ndarray,
     moves: int,
@@ -129,10 +165,12 @@ def local_search(
     succ_idx: np.ndarray,
     model: tuple,  # type: ignore[type-arg]
 ) -> tuple[int, int]:
-    """Improve ``order`` in place by moving one operator within its legal window at a time.
+    """Improve ``order`` in place by moves kept when the score does not get worse.
 
-    A move is kept when the score does not get worse. Half the moves take an
-    operator running near the peak. Returns the final (peak, positions at peak).
+    Half the moves take one operator elsewhere within its legal window; the
+    others drag an operator earlier with the ones it depends on in between, or
+    later with those depending on it. Half take an operator running near the
+    peak. Returns the final (peak, positions at peak).
     """
     np.random.seed(seed)
     n = len(order)
@@ -141,6 +179,9 @@ def local_search(
         pos[order[p]] = p
     load = np.empty(n + 1, np.int64)
     last = np.empty(len(model[0]), np.int64)
+    mark = np.zeros(n, np.bool_)
+    buffer = np.empty(n, np.int64)
+    saved = order.copy()
     _live_bytes(pos, n, *model, load, last)
     peak, count = _peak_and_count(load)
     at_peak = int(np.argmax(load))
@@ -150,24 +191,42 @@ def local_search(
         else:
             src = np.random.randint(n)
         k = order[src]
-        lo, hi = 0, n - 1
-        for e in range(pred_ptr[k], pred_ptr[k + 1]):
-            lo = max(lo, pos[pred_idx[e]] + 1)
-        for e in range(succ_ptr[k], succ_ptr[k + 1]):
-            hi = min(hi, pos[succ_idx[e]] - 1)
-        if hi <= lo:
-            continue
-        dst = np.random.randint(lo, hi)
-        if dst >= src:
-            dst += 1
-        _move(order, pos, src, dst)
+        kind = np.random.randint(4)
+        if kind < 2:
+            lo, hi = 0, n - 1
+            for e in range(pred_ptr[k], pred_ptr[k + 1]):
+                lo = max(lo, pos[pred_idx[e]] + 1)
+            for e in range(succ_ptr[k], succ_ptr[k + 1]):
+                hi = min(hi, pos[succ_idx[e]] - 1)
+            if hi <= lo:
+                continue
+            dst = np.random.randint(lo, hi)
+            if dst >= src:
+                dst += 1
+            _move(order, pos, src, dst)
+        else:
+            reach = min(n - 1, 2 + int(np.random.exponential(16.0)))
+            dst = src - reach if kind == 2 else src + reach
+            dst = min(n - 1, max(0, dst))
+            if dst == src:
+                continue
+            lo, hi = min(src, dst), max(src, dst)
+            saved[lo : hi + 1] = order[lo : hi + 1]
+            if kind == 2:  # earlier: with the operators between that it depends on
+                _drag(order, pos, src, dst, succ_ptr, succ_idx, mark, buffer)
+            else:  # later: with those between that depend on it
+                _drag(order, pos, src, dst, pred_ptr, pred_idx, mark, buffer)
         _live_bytes(pos, n, *model, load, last)
         new_peak, new_count = _peak_and_count(load)
         if new_peak < peak or (new_peak == peak and new_count <= count):
             peak, count = new_peak, new_count
             at_peak = int(np.argmax(load))
-        else:
+        elif kind < 2:
             _move(order, pos, dst, src)
+        else:
+            for p in range(lo, hi + 1):
+                order[p] = saved[p]
+                pos[order[p]] = p
     return peak, count
 
 

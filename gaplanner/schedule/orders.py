@@ -49,20 +49,21 @@ def given_order(dag: Dag, blocks: Blocks, given: np.ndarray) -> np.ndarray:
 
 
 def as_late_as_possible(dag: Dag, blocks: Blocks, given: np.ndarray) -> np.ndarray:
-    """Built from the end: the ready operator (all consumers placed) latest in the given order first."""
+    """Built from the end: an operator goes in as soon as every consumer is in, so it runs just before
+    its first consumer (ties: the later in the given order first)."""
     rank = np.empty(dag.n, np.int64)
     rank[given] = np.arange(dag.n)
     outdegree = np.diff(dag.succ_ptr).copy()
-    ready = [-rank[k] for k in np.flatnonzero(outdegree == 0).tolist()]
+    ready = [(0, -rank[k], k) for k in np.flatnonzero(outdegree == 0).tolist()]
     heapq.heapify(ready)
-    reverse = []
+    reverse: list[int] = []
     while ready:
-        u = int(given[-heapq.heappop(ready)])
+        u = heapq.heappop(ready)[2]
         reverse.append(u)
         for v in dag.predecessors(u).tolist():
             outdegree[v] -= 1
-            if outdegree[v] == 0:
-                heapq.heappush(ready, -rank[v])
+            if outdegree[v] == 0:  # ready now: before anything readied earlier
+                heapq.heappush(ready, (-len(reverse), -rank[v], v))
     return np.array(reverse[::-1], np.int64)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gaplanner.documents.rules import Rules
 from gaplanner.schedule.bounds import surely_live
+from gaplanner.schedule.cuts import cut_bound
 from gaplanner.schedule.dag import build_dag, topological_order
 from gaplanner.schedule.exact import solve_parts
 from gaplanner.schedule.memory import build_blocks
@@ -63,3 +65,34 @@ def test_exact_parts_equal_the_best_order(doc, inplace) -> None:
     best = best_order_bound(doc, rules)
     assert parts.bound == best
     assert order_bound(doc, [dag.ids[k] for k in parts.order], rules) == best
+
+
+@SETTINGS
+@given(graph_documents(max_ops=8), st.sampled_from(["auto", "never"]))
+def test_the_cut_bound_is_below_every_order(doc, inplace) -> None:
+    rules = Rules(inplace=inplace)
+    dag = build_dag(doc)
+    blocks = build_blocks(doc, rules)
+    assert cut_bound(dag, blocks, np.arange(dag.n), seconds=60) <= best_order_bound(doc, rules)
+
+
+def test_the_cut_bound_sees_a_tensor_recomputed_early_or_late() -> None:
+    """x or its copy y is live while g runs, whichever order: reachability alone misses it."""
+    from gaplanner.documents.schema import parse_document
+
+    doc = parse_document(
+        {
+            "tensors": [{"id": t, "size": s} for t, s in [("x", 8), ("y", 8), ("a", 1), ("b", 1), ("z", 1)]],
+            "operators": [
+                {"id": "f", "inputs": [], "outputs": ["x", "a"]},
+                {"id": "copy", "inputs": ["x"], "outputs": ["y"]},
+                {"id": "g", "inputs": ["a"], "outputs": ["b"]},
+                {"id": "h", "inputs": ["b", "y"], "outputs": ["z"]},
+            ],
+        }
+    )
+    dag = build_dag(doc)
+    blocks = build_blocks(doc)
+    g = dag.ids.index("g")
+    assert surely_live(dag, blocks, topological_order(dag)).load[g] == 2
+    assert cut_bound(dag, blocks, np.array([g]), seconds=60) == 10 <= best_order_bound(doc)

@@ -16,7 +16,7 @@ from gaplanner.documents.schema import parse_document
 from service.app import create_app
 from tests.schedule.test_planning import check_plan
 from tests.schedule.test_search import fan_out
-from tests.test_service_api import finish, settings, submit
+from tests.service.test_service_api import finish, settings, submit
 
 
 @pytest.fixture(scope="module")
