@@ -150,6 +150,21 @@ class _Spans:
         np.add.at(diff, self.first + 1, blocks.sizes)
         np.add.at(diff, self.last + 1, -blocks.sizes)
         self.crossing_in = np.cumsum(diff)  # [s]: bytes of blocks with first < s <= last
+        self.by_rank = np.argsort(self.acc_rank, kind="stable")  # accesses, and chances, by position
+        self.sorted_rank = self.acc_rank[self.by_rank]
+        chance_rank = self.rank[blocks.ip_op]
+        self.chances_by_rank = np.argsort(chance_rank, kind="stable")
+        self.sorted_chance_rank = chance_rank[self.chances_by_rank]
+
+    def accesses(self, s0: int, s1: int) -> np.ndarray:
+        """The accesses by the operators at positions ``[s0, s1)``."""
+        lo, hi = np.searchsorted(self.sorted_rank, [s0, s1])
+        return self.by_rank[lo:hi]
+
+    def chances(self, s0: int, s1: int) -> list[int]:
+        """The in-place chances of the operators at positions ``[s0, s1)``."""
+        lo, hi = np.searchsorted(self.sorted_chance_rank, [s0, s1])
+        return self.chances_by_rank[lo:hi].tolist()
 
 
 def _solve_part(
@@ -158,7 +173,7 @@ def _solve_part(
     """The best peak and order of the operators at positions ``[s0, s1)`` of ``given``, or None."""
     ops = given[s0:s1]
     m = len(ops)
-    in_part = (spans.acc_rank >= s0) & (spans.acc_rank < s1)
+    in_part = spans.accesses(s0, s1)
     members = np.unique(spans.owner[in_part])
     crossing = (spans.first[members] < s0) & (spans.last[members] >= s1)
     local = members[~crossing]
@@ -167,7 +182,7 @@ def _solve_part(
     )
     where = {int(b): i for i, b in enumerate(local.tolist())}
     inside = np.zeros(len(local), np.int64)
-    for e in np.flatnonzero(in_part).tolist():
+    for e in in_part.tolist():
         b = where.get(int(spans.owner[e]))
         if b is not None:
             inside[b] |= 1 << int(spans.acc_rank[e] - s0)
@@ -176,7 +191,7 @@ def _solve_part(
         for p in dag.predecessors(k).tolist():
             if s0 <= spans.rank[p] < s1:
                 pred_mask[i] |= 1 << int(spans.rank[p] - s0)
-    chances = [c for c in range(len(blocks.ip_op)) if s0 <= spans.rank[blocks.ip_op[c]] < s1]
+    chances = spans.chances(s0, s1)
     hosts = [[where[h] for h in _hosts(blocks, c) if h in where] for c in chances]
     value, order = _part_dp(
         m, pred_mask, inside, spans.first[local] < s0, spans.last[local] >= s1, blocks.sizes[local], constant,
