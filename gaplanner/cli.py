@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.documents.onnx_schedule import write_scheduled_model
 from gaplanner.documents.rules import INPLACE_CHOICES, Rules
 from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError, PlanError
@@ -194,7 +195,21 @@ def _single_problem(args: argparse.Namespace) -> tuple[Problem, ScheduleResult |
         raise InputError(exc.reason, f"{args.schedule} (line {line})") from None
 
 
+def _check_write_model(args: argparse.Namespace) -> None:
+    """``--write-model`` needs one ONNX input and an order to write (refused before any search)."""
+    if args.write_model is None:
+        return
+    inputs = args.input or [DEFAULT_INPUT]
+    if len(inputs) > 1 or args.together or args.concurrent:
+        raise InputError("writes one model in its order; give one ONNX model", "--write-model")
+    if args.schedule in (None, "fixed"):
+        raise InputError("writes the order --schedule search (or FILE) chooses; add it", "--write-model")
+    if not str(inputs[0]).lower().endswith(".onnx"):
+        raise InputError(f"writes ONNX models; {inputs[0]} is not one (.onnx)", "--write-model")
+
+
 def _plan(args: argparse.Namespace) -> int:
+    _check_write_model(args)
     pool = _pool(args)
     problem, searched = (pool.problem, None) if pool is not None else _single_problem(args)
     problem, capacity = fits_question(problem, args.capacity)
@@ -213,6 +228,8 @@ def _plan(args: argparse.Namespace) -> int:
                 data["pool"] = _compare_alone(args, pool, plan)
     finally:
         progress.close()
+    if args.write_model is not None:
+        write_scheduled_model(args.input[0], problem.document, plan.schedule, args.write_model)  # type: ignore[arg-type, union-attr]
     text = plan.to_csv() if args.format == "csv" else json.dumps(data, indent=2)
     write_text(args.output, text)
     return 0
@@ -553,6 +570,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--algorithm", choices=ALGORITHMS, default="ga")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
+    plan.add_argument(
+        "--write-model",
+        metavar="OUT.onnx",
+        help="with an ONNX input and --schedule search or FILE: write the model with its nodes in the "
+        "plan's order (ONNX Runtime runs the file's order with ExecutionOrder.PRIORITY_BASED; "
+        "docs/schedule.md)",
+    )
     plan.add_argument("--format", choices=["json", "csv"], default="json")
     plan.add_argument(
         "--capacity",

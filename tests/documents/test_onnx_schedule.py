@@ -112,3 +112,27 @@ def test_onnxruntime_runs_the_file_order_only_when_asked_for_priority_based_orde
     np.testing.assert_allclose(y_written, y_given, rtol=1e-6)
     own, _ = executed_nodes(model, "DEFAULT", tmp_path)  # its own depth-first order, whatever the file's
     assert own == executed_nodes(written, "DEFAULT", tmp_path)[0] != given_order
+
+
+def test_the_cli_writes_the_planned_order_and_refuses_what_it_cannot_write(tmp_path, capsys):
+    from gaplanner.cli import main
+
+    source, out = tmp_path / "branches.onnx", tmp_path / "out.onnx"
+    onnx.save(branches(), str(source))
+    argv = ["plan", str(source), "--schedule", "search", "--time-limit", "1", "--quiet"]
+    assert main([*argv, "--write-model", str(out)]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    written = onnx.load(str(out))
+    by_output = {op.outputs[0]: op.id for op in import_onnx(source).operators}
+    assert [by_output[op.outputs[0]] for op in import_onnx(written).operators] == plan["schedule"]
+    assert plan["peak"] < searched(branches())[1].given_bound
+    refused = [
+        (["plan", str(source), "--write-model", str(out)], "--schedule search"),
+        (["plan", "example:seed000_queue", "--schedule", "search", "--write-model", str(out)], "not one"),
+        (["plan", str(source), str(source), "--together", "--write-model", str(out)], "one model"),
+    ]
+    for args, reason in refused:
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("gaplanner: error: --write-model: ") and reason in err
+        assert len(err.splitlines()) == 1
