@@ -15,6 +15,7 @@ from gaplanner.documents.rules import Rules  # noqa: E402
 from gaplanner.documents.torch_import import load_exported_program  # noqa: E402
 from gaplanner.search.ga import GASettings  # noqa: E402
 from gaplanner.solve import solve  # noqa: E402
+from tests.documents.test_torch_schedule import Mutating  # noqa: E402
 
 
 class Mixed(torch.nn.Module):
@@ -219,22 +220,6 @@ def test_plan_reads_a_saved_program_as_it_reads_its_import(tmp_path, capsys):
     assert main(["plan", str(tmp_path / "junk.pt2")]) == 2
     err = capsys.readouterr().err.strip()
     assert "junk.pt2 is not a saved ExportedProgram" in err and len(err.splitlines()) == 1
-
-
-class Mutating(torch.nn.Module):
-    """An in-place write over a tensor read before it, and a buffer updated then read."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("total", torch.zeros(8))
-
-    def forward(self, x):
-        y = x * 2
-        t = y.sum(0)
-        y.add_(1)
-        z = y * 3
-        self.total.add_(t)
-        return z + self.total
 
 
 def test_in_place_writes_keep_their_order_with_after_edges():
