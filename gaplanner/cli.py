@@ -22,7 +22,7 @@ from gaplanner.documents.rules import INPLACE_CHOICES, Rules
 from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError, PlanError
 from gaplanner.plans.capacity import answer_fit, asks_fit, fits_question
-from gaplanner.plans.files import read_memories, read_offsets, read_tensor_offsets, write_text
+from gaplanner.plans.files import plan_json, read_memories, read_offsets, read_tensor_offsets, write_text
 from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import GenerationRecord, Plan
 from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs
@@ -230,7 +230,7 @@ def _plan(args: argparse.Namespace) -> int:
         progress.close()
     if args.write_model is not None:
         write_scheduled_model(args.input[0], problem.document, plan.schedule, args.write_model)  # type: ignore[arg-type, union-attr]
-    text = plan.to_csv() if args.format == "csv" else json.dumps(data, indent=2)
+    text = plan.to_csv() if args.format == "csv" else plan_json(data)
     write_text(args.output, text)
     return 0
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,3 +89,32 @@ def write_text(path: str | Path | None, text: str) -> None:
         print(text, end="" if text.endswith("\n") else "\n")
     else:
         Path(path).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+
+
+#: Stands in for the block list while the rest of a plan is written by ``json.dumps``.
+_BLOCKS = "\x00blocks\x00"
+
+
+def plan_json(data: dict[str, Any]) -> str:
+    """``json.dumps(data, indent=2)`` of a plan's data, its block list written row by row.
+
+    The generic encoder spends about a hundred microseconds per block (a dict of
+    three entries each), minutes at a million blocks; this writes each block's
+    lines from a template instead, giving the same text.
+    """
+    blocks = data.get("blocks")
+    plain = isinstance(blocks, list) and blocks and all(tuple(b) == ("id", "offset", "size") for b in blocks)
+    if not plain or not all(type(b["offset"]) is type(b["size"]) is int for b in blocks):
+        return json.dumps(data, indent=2)
+    text = json.dumps({**data, "blocks": _BLOCKS}, indent=2)
+    ids = [b["id"] for b in blocks]
+    # Printable ASCII but quote and backslash: json.dumps would write them as they are.
+    plain_ids = re.fullmatch(r"[ !#-\[\]-~]*", "".join(ids)) is not None
+    quoted = [f'"{i}"' for i in ids] if plain_ids else [json.dumps(i) for i in ids]
+    rows = ",\n".join(
+        [
+            f'    {{\n      "id": {q},\n      "offset": {b["offset"]},\n      "size": {b["size"]}\n    }}'
+            for q, b in zip(quoted, blocks, strict=True)
+        ]
+    )
+    return text.replace(json.dumps(_BLOCKS), "[\n" + rows + "\n  ]", 1)
