@@ -138,8 +138,9 @@ def search_schedule(
     best = min(baselines, key=lambda name: baselines[name])  # the first of equals: given wins ties
     state = SearchState(order=starts[best].copy(), peak=baselines[best])
     search = OrderSearch(dag, model, settings.population, settings.seed)
-    deadline = began + settings.time_limit  # the cut bound's seconds come out of it
-    search.run(list(starts.values()), bound, settings.evaluations, deadline - settings.cut_seconds, state)
+    deadline = began + settings.time_limit  # the cut bound's seconds come out of it, and a margin
+    search_end = deadline - settings.cut_seconds - 0.02 * settings.time_limit
+    search.run(list(starts.values()), bound, settings.evaluations, search_end, state)
     chosen_from = "search" if state.peak < baselines[best] else best
     origin = _origin(parts, live.bound)
     if state.peak > bound and settings.cut_seconds > 0:  # where the chosen order is heaviest first

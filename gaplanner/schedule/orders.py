@@ -110,7 +110,8 @@ def depth_first(dag: Dag, blocks: Blocks, given: np.ndarray) -> np.ndarray:
     rank[given] = np.arange(dag.n)
     total = _written_bytes(blocks, rank)
     for k in given.tolist():  # a topological order: predecessors' totals are final
-        total[k] += sum(total[p] for p in dag.predecessors(k).tolist())
+        # shared inputs count once per path, as XLA's estimate does; capped so deep graphs stay finite
+        total[k] = min(total[k] + sum(total[p] for p in dag.predecessors(k).tolist()), 1e300)
     return _post_order(
         dag, given, lambda k: sorted(dag.predecessors(k).tolist(), key=lambda p: (-total[p], rank[p]))
     )

@@ -25,8 +25,10 @@ from gaplanner.schedule.memory import LoadModel
 ELITE, MUTANTS = 0.2, 0.1
 #: Probability that a child takes a gene from its elite parent.
 BIAS = 0.7
-#: One-operator moves in one call of the local search.
+#: One-operator moves in one call of the local search, at most; fewer on large graphs, where each move
+#: scores a whole order: a call then stays a fraction of a second, so the deadline is kept.
 MOVES_PER_ROUND = 4000
+WORK_PER_ROUND = 200_000_000
 
 
 @dataclass
@@ -55,6 +57,8 @@ class OrderSearch:
         self.rng = np.random.default_rng(seed)
         self.args = model.args()
         self.floor = model.blocks.pinned_top  # no order places a pinned block lower
+        work = dag.n + len(model.blocks.acc_op) + 1
+        self.moves = max(50, min(MOVES_PER_ROUND, WORK_PER_ROUND // work))
 
     def _better(self, peak: int, order: np.ndarray, state: SearchState) -> None:
         peak = max(int(peak), self.floor)
@@ -85,7 +89,7 @@ class OrderSearch:
         n = self.dag.n
         if n < 2 or state.peak <= bound:
             return
-        polished = self.improve(state.order, min(MOVES_PER_ROUND, evaluations), state)
+        polished = self.improve(state.order, min(self.moves, evaluations), state)
         size = self.population
         keys = self.rng.random((size, n))
         seeds = [keys_of(o) for o in [*starts, polished]][: size // 2]
@@ -96,7 +100,7 @@ class OrderSearch:
             keys, scores = self._generation(keys, scores, state)
             if state.generations % 5 == 0:
                 best = decode_keys(keys[0], self.dag.pred_ptr, self.dag.succ_ptr, self.dag.succ_idx)
-                better = self.improve(best, min(MOVES_PER_ROUND, evaluations), state)
+                better = self.improve(best, min(self.moves, evaluations), state)
                 keys[-1] = keys_of(better)
                 scores[-1] = self._score(keys[-1:])[0]
 
