@@ -84,7 +84,7 @@ def _positive_int(text: str) -> int:
 
 def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
     """The algorithm's settings from the search flags it uses (a baseline uses none)."""
-    options = {
+    given = {
         "population": args.population,
         "generations": args.generations,
         "time_limit": args.time_limit,
@@ -94,12 +94,56 @@ def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
         "exact_share": args.exact_share,
         "threads": args.threads,
     }
-    if args.threads is not None and algorithm != "exact":
-        raise InputError(f"only --algorithm exact takes threads, not {algorithm}", "--threads")
+    options = {key: value for key, value in given.items() if value is not None}  # the flags given
     try:
-        return settings_for(algorithm, options)
+        return settings_for(algorithm, options, refuse_unused=True)
     except InputError as exc:  # name the flag: "--time-limit: must be a positive number of seconds, got nan"
         raise InputError(exc.reason, f"--{exc.field.replace('_', '-')}" if exc.field else "options") from None
+
+
+def _dimension(text: str) -> tuple[str, int]:
+    """``--dim NAME=N``: a symbolic dimension and its size."""
+    name, sep, value = text.partition("=")
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if not sep or not name.strip() or size < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=N with N a positive integer, got {text!r}")
+    return name.strip(), size
+
+
+def _shapes(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--batch`` and ``--dim`` flags as keyword arguments of the loaders."""
+    return {"batch": args.batch, "dims": dict(args.dim or ())}
+
+
+def _shape_flag(exc: InputError) -> InputError:
+    """An error about a symbolic dimension, naming its flag."""
+    flag = {"batch": "--batch", "dims": "--dim"}.get(exc.field or "")
+    return InputError(exc.reason, flag) if flag else exc
+
+
+def _load(args: argparse.Namespace, source: str) -> Problem:
+    """The problem of one input under the flags' rules and symbolic dimensions."""
+    try:
+        return load_problem(source, rules=_rules(args), **_shapes(args))
+    except InputError as exc:
+        raise _shape_flag(exc) from None
+
+
+def _add_shape_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("ONNX models with symbolic dimensions")
+    group.add_argument(
+        "--batch", type=_positive_int, help="the inputs' symbolic batch (first) dimension, fixed to N"
+    )
+    group.add_argument(
+        "--dim",
+        type=_dimension,
+        action="append",
+        metavar="NAME=N",
+        help="any symbolic dimension, by its name in the model, fixed to N (repeatable)",
+    )
 
 
 def _rules(args: argparse.Namespace) -> Rules:
@@ -146,10 +190,11 @@ def _pool(args: argparse.Namespace) -> Pool | None:
         )
     schedule = _read_schedule(args.schedule) if args.schedule not in (None, "fixed") else None
     try:
-        return pool_inputs(inputs, together, args.shared or (), _rules(args), schedule)
+        return pool_inputs(inputs, together, args.shared or (), _rules(args), schedule, **_shapes(args))
     except InputError as exc:  # name the flag: "--shared: no model has a tensor 'kv'"
         field = exc.field or ""
-        flag = {"shared": "--shared", "together": "--together"}.get(field)
+        flags = {"shared": "--shared", "together": "--together", "batch": "--batch", "dims": "--dim"}
+        flag = flags.get(field)
         if field.startswith("schedule[") and args.schedule:  # "schedule[3]" is the file's fourth entry
             flag = f"{args.schedule} (line {_schedule_line(args.schedule, int(field[9:-1]))})"
         elif field == "schedule":
@@ -179,13 +224,17 @@ def _single_problem(args: argparse.Namespace) -> tuple[Problem, ScheduleResult |
     """One input's problem, its operators in the order ``--schedule`` names (and the search's result)."""
     source = (args.input or [DEFAULT_INPUT])[0]
     if args.schedule in (None, "fixed"):
-        return load_problem(source, rules=_rules(args)), None
-    document = load_document(source)
+        return _load(args, source), None
+    try:
+        document = load_document(source, **_shapes(args))
+    except InputError as exc:
+        raise _shape_flag(exc) from None
     if not document.is_graph:
         raise InputError("a buffer list has no operators to order", "--schedule")
     schedule = args.schedule if args.schedule == "search" else _read_schedule(args.schedule)
     try:
-        return scheduled_problem(document, schedule, _rules(args), ScheduleSettings(seed=args.seed))
+        order_settings = ScheduleSettings() if args.seed is None else ScheduleSettings(seed=args.seed)
+        return scheduled_problem(document, schedule, _rules(args), order_settings)
     except InputError as exc:  # "schedule[3]" is the file's fourth entry
         if args.schedule == "search" or not (exc.field or "").startswith("schedule"):
             raise
@@ -282,7 +331,7 @@ def _answer_fit(args: argparse.Namespace, problem: Problem, capacity: int | None
 
 
 def _compare(args: argparse.Namespace) -> int:
-    problem = load_problem(args.input, rules=_rules(args))
+    problem = _load(args, args.input)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
         rows = compare(problem, _settings(args), on_progress=progress)
@@ -299,20 +348,19 @@ def _compare(args: argparse.Namespace) -> int:
 def _add_search_options(parser: argparse.ArgumentParser) -> None:
     defaults = GASettings()
     group = parser.add_argument_group("genetic search")
-    group.add_argument("--seed", type=int, default=defaults.seed)
+    # No defaults here: a flag left out takes the algorithm's own default, and a flag given to an
+    # algorithm that does not use it is refused (solve.check_settings), not ignored.
+    group.add_argument("--seed", type=int, help=f"(default {defaults.seed})")
+    group.add_argument("--time-limit", type=float, help=f"seconds (default {defaults.time_limit})")
+    group.add_argument("--population", type=int, help=f"(default {defaults.population})")
+    group.add_argument("--generations", type=int, help="(default: no limit)")
+    group.add_argument("--stall-generations", type=int, help=f"(default {defaults.stall_generations})")
     group.add_argument(
-        "--time-limit", type=float, default=defaults.time_limit, help="seconds (default %(default)s)"
-    )
-    group.add_argument("--population", type=int, default=defaults.population)
-    group.add_argument("--generations", type=int, default=defaults.generations)
-    group.add_argument("--stall-generations", type=int, default=defaults.stall_generations)
-    group.add_argument(
-        "--islands", type=int, default=defaults.islands, help="populations evolved side by side"
+        "--islands", type=int, help=f"populations evolved side by side (default {defaults.islands})"
     )
     group.add_argument(
         "--exact-share",
         type=float,
-        default=defaults.exact_share,
         help="run exact probes in turns with the GA, this fraction of the time limit (default: side by side "
         "with the GA on two cores or more, else half, where the exact search takes the whole problem; "
         "see docs/exact.md)",
@@ -467,13 +515,15 @@ def _import(args: argparse.Namespace) -> int:
     if str(args.model).endswith(".pt2"):
         from gaplanner.documents.torch_import import from_exported_program, load_exported_program
 
-        if args.batch is not None:
-            raise InputError(
-                "--batch applies to ONNX models; a .pt2 plans dynamic sizes at their maximum", "batch"
-            )
+        if args.batch is not None or args.dim:
+            flag = "--batch" if args.batch is not None else "--dim"
+            raise InputError("applies to ONNX models; a .pt2 plans dynamic sizes at their maximum", flag)
         doc = from_exported_program(load_exported_program(args.model), inplace=not args.no_inplace)
     else:
-        doc = import_onnx(args.model, batch=args.batch, inplace=not args.no_inplace)
+        try:
+            doc = import_onnx(args.model, inplace=not args.no_inplace, **_shapes(args))
+        except InputError as exc:
+            raise _shape_flag(exc) from None
     problem = build_problem(doc)  # the document must plan: fail here, not later
     write_text(args.output, document_text(doc))
     assert problem.tensors is not None
@@ -494,7 +544,7 @@ def _add_import_parser(sub: argparse._SubParsersAction) -> None:
     )
     imp.add_argument("model", help="an .onnx file, or a .pt2 file from torch.export.save")
     imp.add_argument("--output", "-o", help="write the graph JSON here instead of stdout")
-    imp.add_argument("--batch", type=int, help="fix a symbolic batch (first) dimension of the inputs")
+    _add_shape_options(imp)
     imp.add_argument(
         "--no-inplace",
         action="store_true",
@@ -586,6 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_search_options(plan)
     _add_rules_options(plan)
+    _add_shape_options(plan)
     _add_pool_options(plan)
     workers = plan.add_argument_group("workers (Ray)")
     workers.add_argument(
@@ -606,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     comparison.add_argument("input")
     _add_search_options(comparison)
     _add_rules_options(comparison)
+    _add_shape_options(comparison)
     comparison.set_defaults(handler=_compare)
 
     verify = sub.add_parser("verify", help="check a plan against its input")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -39,13 +39,26 @@ SETTINGS: dict[str, type] = {
 }
 
 
-def _check_settings(algorithm: str, settings: object | None) -> None:
-    """Refuse an unknown algorithm, and settings the algorithm does not use (naming both)."""
+def check_settings(algorithm: str, settings: object | None = None, names: Iterable[str] = ()) -> None:
+    """Refuse an unknown algorithm, and settings the algorithm does not use, naming them.
+
+    ``settings``: a settings object, which must be the algorithm's own class
+    (the Python API). ``names``: settings a user gave by name (the CLI's
+    flags), each of which must be a field of that class: ``--seed`` given to
+    first-fit is refused, never silently ignored.
+    """
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}", "algorithm")
+    expected = SETTINGS.get(algorithm)
+    for name in names:
+        if expected is None or name not in {f.name for f in fields(expected)}:
+            users = [a for a, kind in SETTINGS.items() if name in {f.name for f in fields(kind)}]
+            takers = (
+                f"only {', '.join(users)} {'does' if len(users) == 1 else 'do'}" if users else "none does"
+            )
+            raise InputError(f"{algorithm} does not use this setting ({takers})", name)
     if settings is None:
         return
-    expected = SETTINGS.get(algorithm)
     if expected is None:
         raise InputError(
             f"{algorithm} takes no settings, got {type(settings).__name__}; pass None", "settings"
@@ -54,14 +67,17 @@ def _check_settings(algorithm: str, settings: object | None) -> None:
         raise InputError(f"{algorithm} takes {expected.__name__}, not {type(settings).__name__}", "settings")
 
 
-def settings_for(algorithm: str, options: Mapping[str, Any]) -> Any:
+def settings_for(algorithm: str, options: Mapping[str, Any], *, refuse_unused: bool = False) -> Any:
     """The settings of ``algorithm`` from ``options``, taking the keys its settings class has.
 
-    For front ends (the CLI, the service) whose one set of options serves
-    every algorithm: keys the algorithm does not use are left out, and an
-    algorithm without settings gets None. The settings' own checks apply.
+    For front ends whose one set of options serves every algorithm (the
+    service's options, with their defaults): keys the algorithm does not use
+    are left out, and an algorithm without settings gets None. With
+    ``refuse_unused`` (the CLI, whose ``options`` are what the user gave) such
+    a key is refused instead, by :func:`check_settings`. The settings' own
+    checks apply.
     """
-    _check_settings(algorithm, None)
+    check_settings(algorithm, None, options if refuse_unused else ())
     kind = SETTINGS.get(algorithm)
     if kind is None:
         return None
@@ -91,7 +107,7 @@ def solve(
     when that pays off (``ray_address`` or ``RAY_ADDRESS`` names a cluster),
     see :mod:`gaplanner.search.distributed`.
     """
-    _check_settings(algorithm, settings)
+    check_settings(algorithm, settings)
     if problem.memories is not None or algorithm == "spill-greedy":
         from gaplanner.search.memories.search import solve_memories, spill_greedy_arena
 

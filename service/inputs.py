@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gaplanner.documents.rules import Rules
-from gaplanner.documents.schema import Buffer, Document, parse_document
+from gaplanner.documents.schema import Buffer, Document, error_message, parse_document
 from gaplanner.documents.zoo import ZOO_PREFIX, zoo_document
 from gaplanner.errors import InputError
 from gaplanner.plans.capacity import fits_question
@@ -57,11 +57,10 @@ def parse_body(body: bytes, model: type[BaseModel]) -> BaseModel:
     if not isinstance(data, dict):
         raise ApiError(422, 'expected a JSON object {"graph": ..., "options": {...}}', "body")
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        message = first["msg"].removeprefix("Value error, ")
-        raise ApiError(422, message, _path(first["loc"]) or "body") from None
+        raise ApiError(422, error_message(first), _path(first["loc"]) or "body") from None
 
 
 def _check_blocks(count: int, field: str, settings: ServiceSettings) -> None:

@@ -40,7 +40,7 @@ from service.models import (
     UploadedInput,
 )
 from service.store import DuplicateKey, JobStore
-from service.uploads import bundled_inputs, read_upload
+from service.uploads import bundled_inputs, parse_dims, read_upload
 
 JSON = "application/json"
 
@@ -52,6 +52,14 @@ FilenameQuery = Annotated[
     str, Query(min_length=1, max_length=255, description="The file's name; its suffix says its format.")
 ]
 StatusQuery = Annotated[Status | None, Query(description="Only jobs with this status.")]
+BatchQuery = Annotated[
+    int | None,
+    Query(ge=1, le=2**31, description="An ONNX model's symbolic batch (first input dimension), fixed."),
+]
+DimQuery = Annotated[
+    list[str] | None,
+    Query(description="An ONNX model's symbolic dimension by name, `NAME=N` (repeatable)."),
+]
 
 
 def error_response(status: int, description: str) -> dict[int | str, dict[str, Any]]:
@@ -62,6 +70,7 @@ def error_response(status: int, description: str) -> dict[int | str, dict[str, A
 ERRORS_READ = {**error_response(404, "No such job."), **error_response(422, "A malformed parameter.")}
 BODY_ERRORS = {
     **error_response(413, "The body, or the input's block count, is over the server's limit."),
+    **error_response(415, "The body is not declared application/json."),
     **error_response(
         422, "A malformed body, an invalid input document or an option beyond the server's caps."
     ),
@@ -113,6 +122,15 @@ JOB_ROUTES: dict[str, JobRoutes] = {
         "generation).",
     ),
 }
+
+
+def _require_json(content_type: str | None) -> None:
+    """415 unless the body is declared JSON: a body sent as text or with no type is not parsed as if it
+    were (files in other formats go to ``/v1/inputs``)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media != JSON and not (media.startswith("application/") and media.endswith("+json")):
+        got = f"got {media}" if media else "the request has none"
+        raise ApiError(415, f"expected Content-Type {JSON}; {got} (files go to /v1/inputs)", "Content-Type")
 
 
 def _iso(timestamp: float | None) -> str | None:
@@ -232,6 +250,7 @@ class JobHandlers:
         """Small documents are checked on the loop (cheaper than the GIL hand-offs of a thread while the
         loop is busy); large ones and bundled names, whose problems may take a while to build, in the
         thread pool. A submission with an ``Idempotency-Key`` seen before gets that job back."""
+        _require_json(request.headers.get("content-type"))
         key = _idempotency_key(request.headers.get(IDEMPOTENCY_HEADER))
         body = await request.body()
         inline = len(body) <= self.settings.inline_body_bytes
@@ -386,10 +405,14 @@ def job_router(handlers: JobHandlers, dependencies: list[Any], responses: dict[i
         },
         openapi_extra={"requestBody": {"required": True, "content": {"application/octet-stream": {}}}},
     )
-    async def upload_input(request: Request, filename: FilenameQuery) -> dict[str, Any]:
-        """Read a file sent as the body (graph JSON, MiniMalloc CSV or ONNX) into the document to submit."""
+    async def upload_input(
+        request: Request, filename: FilenameQuery, batch: BatchQuery = None, dim: DimQuery = None
+    ) -> dict[str, Any]:
+        """Read a file sent as the body (graph JSON, MiniMalloc CSV or ONNX) into the document to submit;
+        ``batch`` and ``dim`` fix an ONNX model's symbolic dimensions."""
         body = await request.body()
-        return await run_in_threadpool(read_upload, filename, body, handlers.settings)
+        shapes = {"batch": batch, "dims": parse_dims(dim or [])}
+        return await run_in_threadpool(read_upload, filename, body, handlers.settings, **shapes)
 
     @v1.get("/inputs", response_model=BundledInputs)
     def list_inputs() -> dict[str, list[str]]:

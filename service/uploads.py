@@ -32,12 +32,26 @@ def _suffix(filename: str) -> str:
     return suffix
 
 
-def _load(filename: str, body: bytes, suffix: str) -> Problem:
+def parse_dims(texts: list[str]) -> dict[str, int]:
+    """``dim`` query values, ``NAME=N``, as ``{NAME: N}``."""
+    dims = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise ApiError(422, f"expected NAME=N with N a positive integer, got {text!r}", "dim")
+        dims[name.strip()] = int(value)
+    return dims
+
+
+def _load(filename: str, body: bytes, suffix: str, shapes: dict[str, Any]) -> Problem:
     if suffix == ".onnx":  # the ONNX reader takes a path: the bytes go to a private temporary file
         with tempfile.TemporaryDirectory(prefix="gaplanner-upload-") as folder:
             path = Path(folder) / ("upload" + suffix)
             path.write_bytes(body)
-            return load_problem(path)
+            return load_problem(path, **shapes)
+    if shapes["batch"] is not None or shapes["dims"]:
+        field = "batch" if shapes["batch"] is not None else "dim"
+        raise ApiError(422, f"applies to ONNX models only; {filename}'s sizes are fixed", field)
     try:
         text = body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -61,16 +75,26 @@ def _document(problem: Problem, filename: str, body: bytes, suffix: str) -> dict
     return document
 
 
-def read_upload(filename: str, body: bytes, settings: ServiceSettings) -> dict[str, Any]:
-    """The upload's input: its name, blocks and lower bound, and the document to submit as ``graph``."""
+def read_upload(
+    filename: str,
+    body: bytes,
+    settings: ServiceSettings,
+    batch: int | None = None,
+    dims: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The upload's input: its name, blocks and lower bound, and the document to submit as ``graph``.
+
+    ``batch`` and ``dims``: an ONNX model's symbolic dimensions (as ``--batch`` and ``--dim``)."""
     suffix = _suffix(filename)
     if not body:
         raise ApiError(422, "the file is empty", "file")
     try:
-        problem = _load(filename, body, suffix)
+        problem = _load(filename, body, suffix, {"batch": batch, "dims": dims or {}})
     except InputError as exc:
-        field = "file" if exc.field in (None, "input") else f"file.{exc.field}"
-        raise ApiError(422, exc.reason, field) from None
+        # The library names the CLI's flags; here they are this route's query parameters.
+        reason = exc.reason.replace("--batch N", "batch=N").replace("--dim ", "dim=")
+        field = {"batch": "batch", "dims": "dim", None: "file", "input": "file"}.get(exc.field)
+        raise ApiError(422, reason, field or f"file.{exc.field}") from None
     except RecursionError:
         raise ApiError(422, "the file is nested too deeply to read", "file") from None
     if problem.n > settings.max_blocks:

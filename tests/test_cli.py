@@ -140,6 +140,46 @@ BAD_INPUTS = {
         {"buffers": [{"id": str(i), "lower": 0, "upper": 1, "size": 2**53} for i in range(1025)]},
         "sizes: the sizes add up beyond 2**62 bytes",
     ),
+    "size_a_string": (
+        {"buffers": [{"id": "a", "lower": 0, "upper": 2, "size": "10"}]},
+        "buffers[0].size: expected a JSON integer, got a string '10'",
+    ),
+    "offset_a_fraction": (
+        {"tensors": [{"id": "a", "size": 8, "offset": 8.0}], "operators": [GRAPH_OP]},
+        "tensors[0].offset: expected a JSON integer, got a fraction 8.0",
+    ),
+    "lower_a_boolean": (
+        {"buffers": [{"id": "a", "lower": False, "upper": 2, "size": 1}]},
+        "buffers[0].lower: expected a JSON integer, got a boolean False",
+    ),
+    "id_with_nul": (
+        {"buffers": [{"id": "a\u0000b", "lower": 0, "upper": 2, "size": 1}]},
+        "buffers[0].id: an id may not hold control character U+0000",
+    ),
+    "id_with_c1": (
+        {"tensors": [{"id": "a", "size": 8}], "operators": [{"id": "op\u0085", "outputs": ["a"]}]},
+        "operators[0].id: an id may not hold control character U+0085",
+    ),
+    "id_with_rtl_override": (
+        {"tensors": [{"id": "a", "size": 8}], "operators": [{"id": "op", "outputs": ["a\u202e"]}]},
+        "operators[0].outputs[0]: an id may not hold control character U+202E",
+    ),
+    "pool_model_id_with_isolate": (
+        {
+            "models": [
+                {"id": "m\u2066", "document": {"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 1}]}}
+            ]
+        },
+        "models[0].id: an id may not hold control character U+2066",
+    ),
+    "csv_id_with_rtl_override": (
+        "id,lower,upper,size\nab\u202ec,0,2,4\n",
+        "line 2, column id: an id may not",
+    ),
+    "csv_beyond_int64_bytes": (
+        f"id,lower,upper,size\na,0,2,{2**70}\n",
+        f"line 2, column size: {2**70} is beyond the 64-bit range (at most 2**63 - 1)",
+    ),
     "csv_beyond_int64": ("id,lower,upper,size\n0,0,99999999999999999999,4\n", "line 2, column upper"),
     "csv_not_integer": ("id,lower,upper,size\n0,0,x,4\n", "line 2, column upper"),
     "csv_empty": ("id,lower,upper,size\n", "no buffers"),
@@ -183,9 +223,33 @@ def test_bad_search_options_are_one_line_naming_the_flag(capsys, command: str, c
     assert err.count("\n") == 1 and expected in err
 
 
-def test_missing_file_and_unknown_example(capsys) -> None:
+@pytest.mark.parametrize(
+    ("argv", "flag", "algorithm"),
+    [
+        (["--algorithm", "first-fit", "--seed", "3"], "--seed", "first-fit"),
+        (["--algorithm", "first-fit", "--population", "8"], "--population", "first-fit"),
+        (["--algorithm", "greedy-size", "--time-limit", "1"], "--time-limit", "greedy-size"),
+        (["--algorithm", "random-search", "--islands", "2"], "--islands", "random-search"),
+        (["--algorithm", "exact", "--no-exact"], "--exact-share", "exact"),
+        (["--threads", "2"], "--threads", "ga"),
+    ],
+)
+def test_flags_the_algorithm_does_not_use_are_refused(
+    capsys, argv: list[str], flag: str, algorithm: str
+) -> None:
+    code, out, err = run(capsys, "plan", "example:seed000_queue", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"gaplanner: error: {flag}: {algorithm} does not use this setting")
+
+
+def test_missing_file_and_unknown_example(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "plan", "/nonexistent/graph.json")
     assert code == 2 and "no such file" in err
+    for argv in (["plan", str(tmp_path)], ["import", str(tmp_path), "-o", "-"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and f"{tmp_path} is a directory" in err and "no such file" not in err
+    code, _, err = run(capsys, "verify", "example:seed000_queue", str(tmp_path))
+    assert code == 2 and "is a directory" in err
     code, _, err = run(capsys, "plan", "example:nope")
     assert code == 2 and "unknown example 'nope'" in err
 
@@ -204,6 +268,33 @@ UNREADABLE_FILES = {
     "not_utf8.json": (b'{"buffers": "\xff"}', "not_utf8.json is not UTF-8 text"),
     "deeply_nested.json": (b"[" * 100_000 + b"]" * 100_000, "deeply_nested.json is nested too deeply"),
 }
+
+
+def test_a_plan_file_with_offsets_that_are_not_integers(capsys, tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.json"
+    run(capsys, "plan", "example:seed000_queue", "--algorithm", "first-fit", "-o", str(plan_file))
+    plan = json.loads(plan_file.read_text())
+    for offset in (f"{plan['blocks'][0]['offset']}", plan["blocks"][0]["offset"] + 0.5):
+        plan["blocks"][0]["offset"] = offset
+        plan_file.write_text(json.dumps(plan))
+        code, _, err = run(capsys, "verify", "example:seed000_queue", str(plan_file))
+        assert code == 2 and "integer offset" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "empty.onnx is empty (0 bytes), not an ONNX model"),
+        (b"\x08\x07", "bare.onnx is not an ONNX model (it has no graph)"),
+    ],
+    ids=["empty", "no_graph"],
+)
+def test_an_onnx_file_that_holds_no_model(capsys, tmp_path: Path, content: bytes, expected: str) -> None:
+    pytest.importorskip("onnx")
+    path = tmp_path / ("empty.onnx" if not content else "bare.onnx")
+    path.write_bytes(content)
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("name", sorted(UNREADABLE_FILES))

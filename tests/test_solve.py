@@ -16,6 +16,7 @@ from gaplanner import (
     settings_for,
     solve,
 )
+from gaplanner.search.exact.search import ExactSettings
 
 SEED000 = "example:seed000_queue"  # six blocks, lower bound 5120, every planner reaches it
 
@@ -78,6 +79,20 @@ def test_settings_for_takes_what_each_algorithm_uses() -> None:
     with pytest.raises(InputError) as refused:
         settings_for("ga", {"population": 2})
     assert refused.value.field == "population"
+
+
+def test_settings_given_by_name_that_the_algorithm_does_not_use_are_refused() -> None:
+    with pytest.raises(
+        InputError, match=r"first-fit does not use this setting \(only ga, random-search"
+    ) as no:
+        settings_for("first-fit", {"seed": 4}, refuse_unused=True)
+    assert no.value.field == "seed"
+    with pytest.raises(InputError, match="random-search does not use this setting") as no:
+        settings_for("random-search", {"seed": 4, "population": 12}, refuse_unused=True)
+    assert no.value.field == "population"
+    assert settings_for("exact", {"threads": 2}, refuse_unused=True) == ExactSettings(threads=2)
+    with pytest.raises(InputError, match="first-fit takes no settings"):  # the same check, from the API
+        solve(load_problem(SEED000), "first-fit", GASettings(seed=4))
 
 
 def test_compare_runs_every_baseline_then_the_ga() -> None:

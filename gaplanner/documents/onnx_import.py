@@ -33,7 +33,7 @@ symbolic first dimension of every graph input to ``N``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,28 @@ def _onnx() -> Any:
             "ONNX import needs the onnx package: pip install 'gaplanner[onnx]'", "input"
         ) from None
     return onnx
+
+
+def _fix_dims(model: Any, dims: Mapping[str, int]) -> None:
+    """Give every dimension named by a symbol of ``dims`` (``{"seq": 128}``) its value."""
+    present = {
+        dim.dim_param
+        for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]
+        if value.type.HasField("tensor_type")
+        for dim in value.type.tensor_type.shape.dim
+        if dim.HasField("dim_param")
+    }
+    for symbol, size in dims.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InputError(f"dimension {symbol!r} must be a positive integer, got {size!r}", "dims")
+        if symbol not in present:
+            known = ", ".join(sorted(present)) or "none"
+            raise InputError(f"the model has no symbolic dimension {symbol!r} (it has: {known})", "dims")
+    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        if value.type.HasField("tensor_type"):
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param") and dim.dim_param in dims:
+                    dim.dim_value = dims[dim.dim_param]
 
 
 def _fix_batch(model: Any, batch: int) -> None:
@@ -194,12 +216,18 @@ def _tensor_entry(
         raise InputError(f"tensor {name!r} has an unknown rank: shape inference cannot resolve it", field)
     dims = tensor_type.shape.dim
     if any(not d.HasField("dim_value") for d in dims):
-        hint = (
-            "; fix the inputs' symbolic batch size with --batch N"
-            if symbolic_batch
-            else "; the model's inputs are static, so its value depends on data shape inference cannot "
-            "compute (a shape computed at run time)"
-        )
+        symbols = [d.dim_param for d in dims if not d.HasField("dim_value") and d.dim_param]
+        if symbolic_batch:
+            others = [symbol for symbol in symbols if symbol != dims[0].dim_param]
+            hint = "; fix the inputs' symbolic batch size with --batch N"
+            hint += f" and the other symbols by name, --dim {others[0]}=N" if others else ""
+        elif symbols:
+            hint = f"; fix it with --dim {symbols[0]}=N"
+        else:
+            hint = (
+                "; the model's inputs are static, so its value depends on data shape inference cannot "
+                "compute (a shape computed at run time)"
+            )
         raise InputError(
             f"tensor {name!r} has a dynamic shape {_describe_shape(dims)} that shape inference "
             f"cannot resolve{hint}",
@@ -219,12 +247,21 @@ def _load(onnx: Any, source: str | Path | Any) -> Any:
     if not isinstance(source, str | Path):
         return source
     path = Path(source)
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not an ONNX file", "input")
     if not path.is_file():
         raise InputError(f"no such file: {path}", "input")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path.name} is empty (0 bytes), not an ONNX model", "input")
     try:
-        return onnx.load(str(path), load_external_data=False)
+        model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # onnx raises DecodeError and friends for non-ONNX bytes
         raise InputError(f"{path.name} is not an ONNX model ({type(exc).__name__}: {exc})", "input") from None
+    # Protobuf reads many byte strings as a message with no fields: every exporter sets both of these.
+    if not model.ir_version or not model.HasField("graph"):
+        missing = "IR version" if not model.ir_version else "graph"
+        raise InputError(f"{path.name} is not an ONNX model (it has no {missing})", "input")
+    return model
 
 
 def _bytes(entry: dict[str, Any]) -> int:
@@ -326,11 +363,14 @@ def import_onnx(
     name: str | None = None,
     inplace: bool = True,
     fold: bool = True,
+    dims: Mapping[str, int] | None = None,
 ) -> Document:
     """A graph document from an ONNX model (a path or a ``ModelProto``), see the module doc.
 
-    ``inplace=False`` declares no in-place chances, for a backend whose kernels
-    cannot write over their inputs. ``fold=False`` plans the nodes as exported,
+    ``batch`` fixes the inputs' symbolic first dimension; ``dims`` any
+    symbolic dimension by name (``{"sequence": 128}``). ``inplace=False``
+    declares no in-place chances, for a backend whose kernels cannot write
+    over their inputs. ``fold=False`` plans the nodes as exported,
     without folding constant computations first (:func:`fold_constants`).
     """
     onnx = _onnx()
@@ -339,6 +379,8 @@ def import_onnx(
     model = onnx.ModelProto()
     model.CopyFrom(_load(onnx, source))  # never modify the caller's model
     _check_topological(model.graph)
+    if dims:
+        _fix_dims(model, dims)
     if batch is not None:
         _fix_batch(model, batch)
     symbolic_batch = _has_symbolic_batch(model)

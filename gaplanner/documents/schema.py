@@ -12,7 +12,15 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gaplanner.errors import InputError
 
@@ -38,7 +46,34 @@ DTYPE_BYTES: dict[str, int] = {
     "complex128": 16,
 }
 
-Identifier = Annotated[str, Field(min_length=1, max_length=256)]
+#: Characters no id may hold: C0 and C1 controls (NUL, line breaks, ...), and the bidirectional
+#: marks, embeddings, overrides and isolates that show a name other than the one stored.
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_FORBIDDEN_IN_IDS = (
+    frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
+    | set(_BIDI)
+    | {
+        "\u2028",
+        "\u2029",
+    }
+)
+
+
+def id_problem(text: str) -> str | None:
+    """Why ``text`` cannot be an id (a control or bidirectional-override character), or None."""
+    bad = next((c for c in text if c in _FORBIDDEN_IN_IDS), None)
+    if bad is None:
+        return None
+    return f"an id may not hold control character U+{ord(bad):04X} (at position {text.index(bad)})"
+
+
+def _printable_id(text: str) -> str:
+    if (problem := id_problem(text)) is not None:
+        raise ValueError(problem)
+    return text
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable_id)]
 #: Integers stay within JSON's exact range (and far inside int64, so sums do not overflow).
 MAX_INTEGER = 2**53
 PositiveInt = Annotated[int, Field(gt=0, le=MAX_INTEGER)]
@@ -263,21 +298,36 @@ def field_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
+        else:  # a dict key quoted with its control characters escaped: the message stays one line
+            path += ("." if path else "") + (repr(part) if id_problem(str(part)) else str(part))
     return path
 
 
+def error_message(error: Any) -> str:
+    """One of pydantic's errors in the user's words: a JSON string or fraction given for an integer
+    says what it got (documents are read strictly: ``"size": "10"`` is refused, never converted)."""
+    if error["type"] in ("int_type", "int_from_float", "int_parsing"):
+        value = error.get("input")
+        kind = {str: "a string", float: "a fraction", bool: "a boolean"}.get(
+            type(value), type(value).__name__
+        )
+        return f"expected a JSON integer, got {kind} {value!r}"
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
 def parse_document(data: Any) -> Document:
-    """Validate raw JSON data into a :class:`Document`; raise :class:`InputError` otherwise."""
+    """Validate raw JSON data into a :class:`Document`; raise :class:`InputError` otherwise.
+
+    Strict: numbers must be JSON numbers of the field's type (a size is an
+    integer, not ``"10"`` nor ``10.0``), so nothing is silently converted.
+    """
     if not isinstance(data, dict):
         raise InputError("a document must be a JSON object with 'tensors'/'operators' or 'buffers'")
     try:
-        return Document.model_validate(data)
+        return Document.model_validate(data, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        message = first["msg"].removeprefix("Value error, ")
-        raise InputError(message, field_path(first["loc"]) or None) from None
+        raise InputError(error_message(first), field_path(first["loc"]) or None) from None
 
 
 def document_json_schema() -> dict[str, Any]:

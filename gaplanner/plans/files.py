@@ -14,6 +14,13 @@ from gaplanner.problem.loading import _csv_rows, _integer_column, _read_json, _r
 from gaplanner.problem.problem import Problem
 
 
+def _plan_offset(value: Any) -> int:
+    """An offset from a JSON plan: a JSON integer, never a string or a fraction silently truncated."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(value)
+    return value
+
+
 def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
     """Offsets of a plan file (the JSON plan, or a CSV with ``id`` and ``offset`` columns)."""
     path = _resolve(source)
@@ -28,7 +35,7 @@ def read_offsets(problem: Problem, source: str | Path) -> np.ndarray:
         if not isinstance(blocks, list):
             raise InputError("a JSON plan needs a 'blocks' list", "plan.blocks")
         try:
-            pairs = {str(b["id"]): int(b["offset"]) for b in blocks}
+            pairs = {str(b["id"]): _plan_offset(b["offset"]) for b in blocks}
         except (KeyError, TypeError, ValueError):
             raise InputError("every block needs an id and an integer offset", "plan.blocks") from None
     missing = [bid for bid in problem.ids if bid not in pairs]
@@ -60,7 +67,7 @@ def read_tensor_offsets(problem: Problem, source: str | Path) -> dict[str, int]:
     if not isinstance(rows, list):
         raise InputError("'tensors' must be a list", "plan.tensors")
     try:
-        return {str(row["id"]): int(row["offset"]) for row in rows}
+        return {str(row["id"]): _plan_offset(row["offset"]) for row in rows}
     except (KeyError, TypeError, ValueError):
         raise InputError("every tensor needs an id and an integer offset", "plan.tensors") from None
 

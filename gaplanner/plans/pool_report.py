@@ -9,7 +9,7 @@ models need apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,17 +124,23 @@ def pool_inputs(
     shared: Sequence[str] = (),
     rules: Rules | None = None,
     schedule: Sequence[str] | None = None,
+    batch: int | None = None,
+    dims: Mapping[str, int] | None = None,
 ) -> Pool:
     """Each input as one model (ids from their names), pooled.
 
-    See :func:`gaplanner.problem.pools.pool_problem`.
+    See :func:`gaplanner.problem.pools.pool_problem`. ``batch``, ``dims``: the
+    symbolic dimensions of the ONNX inputs among them.
     """
     if not sources:
         raise InputError("give at least one input to pool", "input")
+    if (batch is not None or dims) and not any(str(s).lower().endswith(".onnx") for s in sources):
+        raise InputError("applies to ONNX models only; no input is one", "batch" if batch else "dims")
     documents = []
     for source in sources:
+        shapes = {"batch": batch, "dims": dims} if str(source).lower().endswith(".onnx") else {}
         try:
-            documents.append(load_document(source))
+            documents.append(load_document(source, **shapes))
         except InputError as exc:
             named = exc.field in (None, "input") and str(source) in exc.reason
             where = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gaplanner.documents.rules import Rules
-from gaplanner.documents.schema import Document, parse_document
+from gaplanner.documents.schema import Document, id_problem, parse_document
 from gaplanner.documents.zoo import ZOO_PREFIX, zoo_document
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
@@ -42,6 +42,8 @@ def _resolve(source: str | Path) -> Path:
             raise InputError(f"unknown example {name!r}; known: {', '.join(example_names())}", "input")
         return Path(str(resources.files("gaplanner.documents") / "examples" / f"{name}.json"))
     path = Path(text)
+    if path.is_dir():
+        raise InputError(f"{text} is a directory; give a file (JSON, CSV, ONNX or .pt2)", "input")
     if not path.is_file():
         raise InputError(f"no such file: {text}", "input")
     return path
@@ -91,13 +93,23 @@ def problem_from_json(data: Any, name: str | None = None, rules: Rules | None = 
 def _integer_column(rows: list[dict[str, str]], column: str, first_line: int) -> np.ndarray:
     values = np.empty(len(rows), np.int64)
     for i, row in enumerate(rows):
+        where = f"line {first_line + i}, column {column}"
         try:
-            values[i] = int(row[column])
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(
-                f"expected an integer, got {row[column]!r}", f"line {first_line + i}, column {column}"
-            ) from None
+            value = int(row[column])
+        except (TypeError, ValueError):
+            raise InputError(f"expected an integer, got {row[column]!r}", where) from None
+        if not -(2**63) <= value < 2**63:
+            raise InputError(f"{value} is beyond the 64-bit range (at most 2**63 - 1)", where)
+        values[i] = value
     return values
+
+
+def _id_column(rows: list[dict[str, str]], column: str) -> tuple[str, ...]:
+    """The ids of a CSV's rows, refusing control characters as a document's ids do."""
+    for i, row in enumerate(rows):
+        if (problem := id_problem(row[column] or "")) is not None:
+            raise InputError(problem, f"line {i + 2}, column {column}")
+    return tuple(row[column] for row in rows)
 
 
 def _csv_rows(lines: Iterable[str], name: str) -> tuple[list[str], list[dict[str, str]]]:
@@ -140,7 +152,7 @@ def _clock_problem(rows: list[dict[str, str]], header: list[str], name: str) -> 
     lower, upper = _clock_column(rows, "lower", 2), _clock_column(rows, "upper", 2)
     if lower.shape[1] != upper.shape[1]:
         raise InputError("lower and upper clocks differ in components", "line 2, column upper")
-    ids = tuple(row["id"] for row in rows) if "id" in header else None
+    ids = _id_column(rows, "id") if "id" in header else None
     offsets = _offset_column(rows, header)
     return problem_from_clocks(
         _integer_column(rows, "size", 2), lower, upper, ids=ids, name=name, offsets=offsets
@@ -241,7 +253,7 @@ def problem_from_csv_text(text: str, name: str = "problem") -> Problem:
     if "size" not in header:
         raise InputError("the header needs a size column", "header")
     id_column = "id" if "id" in header else "buffer" if "buffer" in header else None
-    ids = tuple(row[id_column] for row in rows) if id_column else None
+    ids = _id_column(rows, id_column) if id_column else None
     return problem_from_arrays(_integer_column(rows, "size", 2), lower, upper, ids=ids, name=name)
 
 
@@ -264,15 +276,25 @@ def problem_from_text(filename: str, text: str, rules: Rules | None = None) -> P
 Source = str | Path | dict[str, Any] | tuple[str, str]
 
 
-def load_problem(source: Source, rules: Rules | None = None) -> Problem:
+def load_problem(
+    source: Source,
+    rules: Rules | None = None,
+    *,
+    batch: int | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> Problem:
     """A problem from a name, a file, a parsed document or a file's text.
 
     ``source``: ``zoo:NAME[@N]``, ``example:NAME`` or the path of a JSON
     document, MiniMalloc CSV or ONNX model; a parsed graph or buffer-list
     document (a dict); or ``(filename, text)``, a file's contents read
     elsewhere. ``rules``: the runtime's memory rules for a graph (default
-    :class:`Rules`).
+    :class:`Rules`). ``batch`` and ``dims``: an ONNX model's symbolic
+    dimensions (see :func:`gaplanner.documents.onnx_import.import_onnx`); refused for
+    any other input.
     """
+    if batch is not None or dims:
+        return build_problem(_onnx_document(source, batch, dims), Path(str(source)).stem, rules)
     if isinstance(source, dict):
         return problem_from_json(source, None, rules)
     if isinstance(source, tuple):
@@ -288,6 +310,19 @@ def load_problem(source: Source, rules: Rules | None = None) -> Problem:
 
 #: Files read as models: ONNX, and programs saved by ``torch.export.save``.
 MODEL_SUFFIXES = (".onnx", ".pt2")
+
+
+def _onnx_document(source: Any, batch: int | None, dims: Mapping[str, int] | None) -> Document:
+    """An ONNX model's graph with its symbolic dimensions fixed (what ``--batch`` and ``--dim`` ask)."""
+    field = "batch" if batch is not None else "dims"
+    if isinstance(source, dict | tuple) or str(source).startswith(ZOO_PREFIX):
+        raise InputError("applies to ONNX models only; this input's sizes are fixed", field)
+    path = _resolve(source)
+    if path.suffix.lower() != ".onnx":
+        raise InputError(f"applies to ONNX models only; {path.name}'s sizes are fixed", field)
+    from gaplanner.documents.onnx_import import import_onnx
+
+    return import_onnx(path, batch=batch, dims=dims)
 
 
 def _model_document(path: Path) -> Document:
@@ -314,13 +349,18 @@ def _buffer_document(problem: Problem) -> Document:
     return parse_document({"name": problem.name, "buffers": buffers})
 
 
-def load_document(source: str | Path) -> Document:
+def load_document(
+    source: str | Path, *, batch: int | None = None, dims: Mapping[str, int] | None = None
+) -> Document:
     """The graph or buffer-list document of any input :func:`load_problem` reads by name or path.
 
     For pooling several inputs (:mod:`gaplanner.problem.pools`): an ONNX model or a zoo
     network gives its graph, a MiniMalloc CSV its buffers; a pool document is
-    refused (it is already several models).
+    refused (it is already several models). ``batch``, ``dims``: as for
+    :func:`load_problem`.
     """
+    if batch is not None or dims:
+        return _onnx_document(source, batch, dims)
     if str(source).startswith(ZOO_PREFIX):
         return zoo_document(str(source))
     path = _resolve(source)

@@ -35,6 +35,7 @@ from gaplanner.documents.schema import (
     Operator,
     SyncEdge,
     Tensor,
+    error_message,
     field_path,
     parse_document,
 )
@@ -425,12 +426,10 @@ def problem_from_pool_document(
 ) -> Problem:
     """A problem from a ``{"models": [...], "together": ..., "shared": [...]}`` document."""
     try:
-        pool = PoolDocument.model_validate(data)
+        pool = PoolDocument.model_validate(data, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise InputError(
-            first["msg"].removeprefix("Value error, "), field_path(first["loc"]) or None
-        ) from None
+        raise InputError(error_message(first), field_path(first["loc"]) or None) from None
     models = []
     for k, model in enumerate(pool.models):
         try:

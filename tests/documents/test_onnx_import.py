@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -341,3 +342,56 @@ def test_a_shape_that_depends_on_a_folded_padding_resolves_in_a_second_round(mon
     monkeypatch.setattr("gaplanner.documents.onnx_import.MAX_FOLD_ROUNDS", 1)
     with pytest.raises(InputError, match="shape"):
         import_onnx(padded_windows_model())
+
+
+def symbolic_model():
+    """x[N, 3, seq] -> relu -> r -> sigmoid -> s; s + r -> y (float32)."""
+    x = helper.make_tensor_value_info("x", F32, ["N", 3, "seq"])
+    y = helper.make_tensor_value_info("y", F32, None)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Sigmoid", ["r"], ["s"], name="sig"),
+        helper.make_node("Add", ["s", "r"], ["y"], name="add"),
+    ]
+    return make_model(nodes, [x], [y])
+
+
+def test_plan_and_compare_take_batch_and_dim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "sym.onnx"
+    onnx.save(symbolic_model(), str(path))
+    assert main(["plan", str(path), "--algorithm", "first-fit"]) == 2
+    err = capsys.readouterr().err
+    assert "--batch N and the other symbols by name, --dim seq=N" in err and err.count("\n") == 1
+    assert main(["plan", str(path), "--algorithm", "first-fit", "--batch", "2"]) == 2
+    assert "fix it with --dim seq=N" in capsys.readouterr().err
+    # r and s are live at the add, which writes y over s: 2 tensors of 2*3*5 float32
+    assert main(["plan", str(path), "--algorithm", "first-fit", "--batch", "2", "--dim", "seq=5"]) == 0
+    assert json.loads(capsys.readouterr().out)["lower_bound"] == 2 * 2 * 3 * 5 * 4
+    assert main(["plan", str(path), "--algorithm", "first-fit", "--dim", "N=1", "--dim", "seq=7"]) == 0
+    assert json.loads(capsys.readouterr().out)["lower_bound"] == 2 * 1 * 3 * 7 * 4
+    assert main(["compare", str(path), "--batch", "1", "--dim", "seq=2", "--generations", "1", "-q"]) == 0
+    assert "lower bound 48" in capsys.readouterr().out
+    graph = tmp_path / "graph.json"
+    assert main(["import", str(path), "-o", str(graph), "--batch", "3", "--dim", "seq=2"]) == 0
+    assert load_problem(graph).lower_bound == 2 * 3 * 3 * 2 * 4
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--dim", "zz=3"], "--dim: the model has no symbolic dimension 'zz' (it has: N, seq)"),
+        (["--batch", "0"], "--batch: must be at least 1"),
+        (["--dim", "seq"], "--dim: expected NAME=N"),
+    ],
+)
+def test_bad_dimension_flags_name_the_flag(tmp_path: Path, capsys, argv: list[str], expected: str) -> None:
+    path = tmp_path / "sym.onnx"
+    onnx.save(symbolic_model(), str(path))
+    with pytest.raises(SystemExit) if argv[1] in ("0", "seq") else contextlib.nullcontext():
+        assert main(["plan", str(path), *argv]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_batch_on_an_input_that_is_not_onnx_is_refused(capsys) -> None:
+    assert main(["plan", "example:seed000_queue", "--batch", "2"]) == 2
+    assert "--batch: applies to ONNX models only" in capsys.readouterr().err

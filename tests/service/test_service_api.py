@@ -377,6 +377,31 @@ BAD_BODIES = {
     "options negative seed": ({"graph": SEED000, "options": {"seed": -1}}, "options.seed", "0"),
     "options elite": ({"graph": SEED000, "options": {"population": 4, "islands": 0}}, "options.islands", "1"),
     "extra top-level field": ({"graph": SEED000, "priority": 1}, "priority", "Extra inputs"),
+    "graph size a string": (
+        {"graph": {"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": "10"}]}},
+        "graph.buffers[0].size",
+        "expected a JSON integer, got a string '10'",
+    ),
+    "graph offset a fraction": (
+        {"graph": {"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 8, "offset": 4.0}]}},
+        "graph.buffers[0].offset",
+        "expected a JSON integer, got a fraction 4.0",
+    ),
+    "graph id with a right-to-left override": (
+        {"graph": {"buffers": [{"id": "ab\u202ec", "lower": 0, "upper": 1, "size": 8}]}},
+        "graph.buffers[0].id",
+        "control character U+202E",
+    ),
+    "graph id with a NUL": (
+        {"graph": {"tensors": [{"id": "a\u0000", "size": 4}], "operators": [{"id": "f", "outputs": ["a"]}]}},
+        "graph.tensors[0].id",
+        "control character U+0000",
+    ),
+    "options generations a string": (
+        {"graph": SEED000, "options": {"generations": "5"}},
+        "options.generations",
+        "expected a JSON integer, got a string '5'",
+    ),
 }
 
 
@@ -408,6 +433,24 @@ def test_malformed_body_answers_422(client: TestClient, content: bytes, words: s
     response = client.post("/v1/plans", content=content, headers={"Content-Type": "application/json"})
     assert response.status_code == 422
     assert response.json()["field"] == "body" and words in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", None, "application/x-www-form-urlencoded"])
+@pytest.mark.parametrize("route", ["/v1/plans", "/v1/compare"])
+def test_a_body_not_declared_json_answers_415(
+    client: TestClient, route: str, content_type: str | None
+) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = client.post(route, content=json.dumps({"graph": SEED000}).encode(), headers=headers)
+    assert response.status_code == 415, response.text
+    assert response.json()["field"] == "Content-Type"
+    assert "application/json" in response.json()["detail"]
+    accepted = client.post(
+        route,
+        content=json.dumps({"graph": SEED000}),
+        headers={"Content-Type": "application/json; charset=utf-8"},
+    )
+    assert accepted.status_code == 202, accepted.text
 
 
 def test_too_many_blocks_answers_413_naming_the_field(client: TestClient) -> None:

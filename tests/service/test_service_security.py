@@ -201,15 +201,15 @@ def test_no_module_the_service_runs_imports_a_pickle_loader() -> None:
 # --- ONNX ------------------------------------------------------------------------------------------
 
 
-def test_the_service_takes_no_onnx_models(open_client) -> None:
-    """A graph is a document or a bundled name: ONNX files are imported by the CLI, not uploaded."""
+def test_a_job_body_is_never_an_onnx_model(open_client) -> None:
+    """A job's graph is a document or a bundled name: ONNX files go through /v1/inputs first."""
     for graph in ("model.onnx", "example:model.onnx", base64.b64encode(b"\x08\x07onnx-bytes").decode()):
         response = open_client.post("/v1/plans", json={"graph": graph})
         assert response.status_code == 422 and response.json()["field"] == "graph", response.text
     raw = open_client.post(
         "/v1/plans", content=b"\x08\x07\x12\x04onnx", headers={"Content-Type": "application/onnx"}
     )
-    assert raw.status_code == 422
+    assert raw.status_code == 415
 
 
 # --- the image -------------------------------------------------------------------------------------

@@ -200,3 +200,49 @@ def test_a_json_upload_with_a_bom(client: TestClient) -> None:
     response = upload(client, "bom.json", b"\xef\xbb\xbf" + json.dumps(doc).encode())
     assert response.status_code == 200, response.text
     assert response.json()["graph"] == doc
+
+
+def symbolic_model_bytes() -> bytes:
+    """x[N, 3, seq] -> relu -> sigmoid -> add: float32, so a plan's bound is 2 tensors of N*3*seq*4."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "seq"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Sigmoid", ["r"], ["s"], name="sig"),
+        helper.make_node("Add", ["s", "r"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(nodes, "sym", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def upload_with(client: TestClient, filename: str, body: bytes, **params: Any) -> Any:
+    return client.post(
+        "/v1/inputs",
+        params={"filename": filename, **params},
+        content=body,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+
+
+def test_a_symbolic_batch_is_fixed_by_the_upload_options(client: TestClient) -> None:
+    body = symbolic_model_bytes()
+    refused = one_line_error(upload(client, "sym.onnx", body), 422, "file.graph.input[0]")
+    assert "batch=N" in refused and "dim=seq=N" in refused and "--batch" not in refused
+    read = upload_with(client, "sym.onnx", body, batch=2, dim="seq=5")
+    assert read.status_code == 200, read.text
+    shapes = {t["id"]: t["shape"] for t in read.json()["graph"]["tensors"]}
+    assert shapes["x"] == [2, 3, 5]
+    assert read.json()["lower_bound"] == 2 * 2 * 3 * 5 * 4  # r and s at the add, which writes y over s
+    by_name = upload_with(client, "sym.onnx", body, dim=["N=4", "seq=1"]).json()
+    assert {t["id"]: t["shape"] for t in by_name["graph"]["tensors"]}["x"] == [4, 3, 1]
+    one_line_error(upload_with(client, "sym.onnx", body, dim="seq"), 422, "dim")
+    assert "no symbolic dimension 'zz'" in one_line_error(
+        upload_with(client, "sym.onnx", body, dim="zz=3"), 422, "dim"
+    )
+    assert "ONNX models only" in one_line_error(
+        upload_with(client, "a.csv", CSV.encode(), batch=2), 422, "batch"
+    )
+    one_line_error(upload_with(client, "sym.onnx", body, batch=0), 422, "batch")
