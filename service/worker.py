@@ -203,12 +203,15 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
             "peak": plan.peak,
         }
     final = result["trace"][-1] if result["trace"] else None
+    # A finished job's progress says what its plan says: the trace's last record may predate the
+    # plan's counts (evaluations of the starting plans, a side-by-side exact search's).
+    counted = result.get("plan") or {}
     result["progress"] = {
-        "generation": final["generation"] if final else None,
+        "generation": counted.get("generations", final["generation"] if final else None),
         "best_peak": result["peak"],
         "lower_bound": problem.lower_bound,
         "elapsed_seconds": round(final["elapsed"], 6) if final else None,
-        "evaluations": final["evaluations"] if final else None,
+        "evaluations": counted.get("evaluations", final["evaluations"] if final else None),
     }
     result["stopped"] = reporter.stopped
     return result

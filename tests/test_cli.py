@@ -59,6 +59,15 @@ def test_plan_then_verify_round_trip(capsys, tmp_path: Path, fmt: str) -> None:
     assert code == 0 and out.startswith("valid")
 
 
+def test_verify_counts_blocks_as_the_docs_do(capsys, tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.json"
+    run(capsys, "plan", "example:seed000_queue", "--algorithm", "first-fit", "-o", str(plan_file))
+    code, out, _ = run(capsys, "verify", "example:seed000_queue", str(plan_file))
+    said = "valid: 6 blocks (6 tensors), peak 5120, lower bound 5120"  # what docs/service.md shows
+    assert code == 0 and out.strip() == said
+    assert f"# {said}" in (Path(__file__).parents[1] / "docs" / "service.md").read_text()
+
+
 def test_verify_names_the_first_violation(capsys, tmp_path: Path) -> None:
     plan_file = tmp_path / "plan.json"
     run(capsys, "plan", "example:seed000_queue", "-o", str(plan_file))

@@ -18,6 +18,9 @@ from experiments.notebooks.run import FIGURES, FIGURES_DIR, NOTEBOOKS_DIR, execu
 ROOT = Path(__file__).resolve().parents[1]
 
 
+pytestmark = pytest.mark.slow  # runs the notebooks in a kernel
+
+
 def assert_drawn(path: Path) -> None:
     """A real figure: a sizeable image with ink on it, neither blank nor a single colour."""
     assert path.is_file(), f"{path.name} was not written"

@@ -100,22 +100,22 @@ def _onnx() -> Any:
     return onnx
 
 
+def _symbols(values: Iterable[Any]) -> frozenset[str]:  # the named (symbolic) dimensions of their shapes
+    shapes = (v.type.tensor_type.shape.dim for v in values if v.type.HasField("tensor_type"))
+    return frozenset(dim.dim_param for dims in shapes for dim in dims if dim.HasField("dim_param"))
+
+
 def _fix_dims(model: Any, dims: Mapping[str, int]) -> None:
     """Give every dimension named by a symbol of ``dims`` (``{"seq": 128}``) its value."""
-    present = {
-        dim.dim_param
-        for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]
-        if value.type.HasField("tensor_type")
-        for dim in value.type.tensor_type.shape.dim
-        if dim.HasField("dim_param")
-    }
+    values = [*model.graph.input, *model.graph.output, *model.graph.value_info]
+    present = _symbols(values)
     for symbol, size in dims.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise InputError(f"dimension {symbol!r} must be a positive integer, got {size!r}", "dims")
         if symbol not in present:
             known = ", ".join(sorted(present)) or "none"
             raise InputError(f"the model has no symbolic dimension {symbol!r} (it has: {known})", "dims")
-    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+    for value in values:
         if value.type.HasField("tensor_type"):
             for dim in value.type.tensor_type.shape.dim:
                 if dim.HasField("dim_param") and dim.dim_param in dims:
@@ -200,7 +200,7 @@ def _describe_shape(dims: Any) -> str:
 
 
 def _tensor_entry(
-    onnx: Any, name: str, value: Any, field: str, symbolic_batch: bool
+    onnx: Any, name: str, value: Any, field: str, symbolic_batch: bool, named: frozenset[str] = frozenset()
 ) -> dict[str, Any] | None:
     """The document tensor for a value, or None when it holds no bytes."""
     if value is None or not value.type.HasField("tensor_type"):
@@ -216,7 +216,8 @@ def _tensor_entry(
         raise InputError(f"tensor {name!r} has an unknown rank: shape inference cannot resolve it", field)
     dims = tensor_type.shape.dim
     if any(not d.HasField("dim_value") for d in dims):
-        symbols = [d.dim_param for d in dims if not d.HasField("dim_value") and d.dim_param]
+        # Only the model's own symbols (on its inputs) can be named; shape inference invents others.
+        symbols = [d.dim_param for d in dims if not d.HasField("dim_value") and d.dim_param in named]
         if symbolic_batch:
             others = [symbol for symbol in symbols if symbol != dims[0].dim_param]
             hint = "; fix the inputs' symbolic batch size with --batch N"
@@ -367,11 +368,10 @@ def import_onnx(
 ) -> Document:
     """A graph document from an ONNX model (a path or a ``ModelProto``), see the module doc.
 
-    ``batch`` fixes the inputs' symbolic first dimension; ``dims`` any
-    symbolic dimension by name (``{"sequence": 128}``). ``inplace=False``
-    declares no in-place chances, for a backend whose kernels cannot write
-    over their inputs. ``fold=False`` plans the nodes as exported,
-    without folding constant computations first (:func:`fold_constants`).
+    ``batch`` fixes the inputs' symbolic first dimension, ``dims`` any by name
+    (``{"sequence": 128}``). ``inplace=False`` declares no in-place chances,
+    for a backend whose kernels cannot write over their inputs. ``fold=False``
+    plans the nodes as exported, without folding constants (:func:`fold_constants`).
     """
     onnx = _onnx()
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
@@ -384,6 +384,7 @@ def import_onnx(
     if batch is not None:
         _fix_batch(model, batch)
     symbolic_batch = _has_symbolic_batch(model)
+    named = _symbols(model.graph.input)
     if fold:
         model = fold_constants(model)
     try:
@@ -401,7 +402,9 @@ def import_onnx(
     tensors: dict[str, dict[str, Any] | None] = {}  # None: a zero-sized tensor, left out
     for k, value in enumerate(graph.input):
         if value.name not in weights:
-            tensors[value.name] = _tensor_entry(onnx, value.name, value, f"graph.input[{k}]", symbolic_batch)
+            tensors[value.name] = _tensor_entry(
+                onnx, value.name, value, f"graph.input[{k}]", symbolic_batch, named
+            )
 
     operators: list[dict[str, Any]] = []
     op_ids: set[str] = set()
@@ -424,7 +427,7 @@ def import_onnx(
                 continue
             field = f"graph.node[{k}].output[{m}]"
             tensors[tensor_name] = entry = _tensor_entry(
-                onnx, tensor_name, values.get(tensor_name), field, symbolic_batch
+                onnx, tensor_name, values.get(tensor_name), field, symbolic_batch, named
             )
             if entry is not None:
                 outputs.append(tensor_name)

@@ -10,6 +10,7 @@ pytest.importorskip("onnx")
 from experiments import bench_models
 
 
+@pytest.mark.slow
 def test_the_bench_writes_one_row_per_input(tmp_path: Path) -> None:
     out = tmp_path / "models.md"
     options = ["--only", "resnet50", "--zoo-cores", "1", "--time-limit", "0.5", "--no-timing"]

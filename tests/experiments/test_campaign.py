@@ -194,6 +194,7 @@ FOUND = {
 }
 
 
+@pytest.mark.slow
 def test_a_short_campaign_finds_no_failure() -> None:
     tally, reached = campaign.run(0, 120)
     assert reached == 120 and tally.problems == 120

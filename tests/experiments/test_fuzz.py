@@ -13,6 +13,7 @@ from gaplanner.errors import InputError
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.slow
 def test_mutated_inputs_plan_or_are_refused(target) -> None:
     if not seeds(target):
         pytest.skip(f"no seed for {target}")
@@ -56,6 +57,7 @@ def test_an_access_cost_that_would_overflow_is_refused() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("atheris") is None, reason="atheris (extra fuzz) not installed")
+@pytest.mark.slow
 def test_atheris_runs_a_target_for_a_few_seconds(tmp_path) -> None:
     result = run_atheris("json", 5, tmp_path)
     assert result["exit"] == 0 and not result["crashes"], result["tail"]

@@ -142,6 +142,7 @@ def run(program, inputs, calls: int = 1):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.slow
 def test_programs_pass_executorch_checks_and_run_like_the_eager_model(name):
     torch.manual_seed(0)
     build, make_inputs = MODELS[name]
@@ -323,6 +324,7 @@ def spec_sets(draw):
 
 @settings(max_examples=40, deadline=None)
 @given(specs=spec_sets(), alignment=st.sampled_from([1, 16, 64]), padding=st.sampled_from([0, 64]))
+@pytest.mark.slow
 def test_random_spec_sets_plan_validly_and_never_above_the_greedy(specs, alignment, padding):
     for s in specs:
         s.realign(alignment)

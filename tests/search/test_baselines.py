@@ -15,6 +15,7 @@ from tests.strategies import SETTINGS, graph_documents, interval_problems
 
 @SETTINGS
 @given(interval_problems(max_blocks=6))
+@pytest.mark.slow
 def test_baselines_between_lower_bound_and_brute_force(problem) -> None:
     best, worst = brute_force_peaks(problem)
     assert problem.lower_bound <= best

@@ -310,6 +310,7 @@ def test_random_targets_alone_close_on_the_optimum(problem) -> None:
 
 @SETTINGS
 @given(graph_documents(max_ops=5), st.integers(0, 3))
+@pytest.mark.slow
 def test_two_threads_find_and_prove_the_optimum_of_graphs(doc, seed) -> None:
     problem = build_problem(doc)
     if problem.n > 6:
@@ -359,6 +360,7 @@ def test_settings_refuse_bad_threads_and_seeds(field, value) -> None:
     assert caught.value.field == field
 
 
+@pytest.mark.slow
 def test_the_best_starting_plan_is_the_best_plan_known_from_the_start(benchmarks, monkeypatch) -> None:
     """With the probes idle, the plan is the best starting plan's (on iopddl_S the heaviest instant
     first, at the bound), not the plan the targets start from."""

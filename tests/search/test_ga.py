@@ -60,6 +60,7 @@ def test_same_seed_same_trace_of_peaks() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 30))
+@pytest.mark.slow
 def test_never_worse_than_the_best_baseline(seed: int, n: int) -> None:
     problem = random_problem(seed, n)
     plan = run_ga(problem, GASettings(population=8, generations=3, time_limit=None, seed=seed))
@@ -67,6 +68,7 @@ def test_never_worse_than_the_best_baseline(seed: int, n: int) -> None:
     assert plan.peak >= problem.lower_bound
 
 
+@pytest.mark.slow
 def test_finds_the_brute_force_optimum_on_small_instances() -> None:
     for seed in range(12):
         problem = random_problem(seed, 6)
@@ -83,6 +85,7 @@ def test_stops_at_the_lower_bound_and_says_optimal() -> None:
     assert plan.search.generations == 0  # a baseline's plan already meets the bound
 
 
+@pytest.mark.slow
 def test_trace_is_a_convergence_curve() -> None:
     problem = load_problem("zoo:densenet121@2")  # the baselines' plans are 16% above the bound
     plan = run_ga(problem, QUICK)

@@ -33,6 +33,9 @@ SETTINGS = GASettings(
 )
 
 
+pytestmark = pytest.mark.slow  # every test starts Ray (seconds) or runs islands on it
+
+
 @pytest.fixture(scope="module")
 def started_ray():
     """Started as the library starts a local Ray (module-wide: Ray's start-up costs seconds)."""

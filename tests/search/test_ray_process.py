@@ -23,6 +23,9 @@ pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
 
+pytestmark = pytest.mark.slow  # every test starts Ray processes
+
+
 def ray_processes(marker: str) -> list[int]:
     """Processes of a Ray started with RAY_TMPDIR=marker (their environment says so)."""
     found = []

@@ -150,6 +150,7 @@ def test_side_by_side_a_stop_request_ends_both_searches(benchmarks) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(interval_problems(max_blocks=6), st.integers(0, 3))
+@pytest.mark.slow
 def test_the_default_never_claims_more_than_brute_force(problem, seed) -> None:
     """Side by side (or in turns on one core): the optimum found and proved, no bound above it."""
     best, _ = brute_force_peaks(problem)

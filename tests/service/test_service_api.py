@@ -119,6 +119,15 @@ def test_plan_job_answers_202_then_a_verified_plan(client: TestClient) -> None:
     assert [r["best_peak"] for r in trace["records"]][-1] == plan["peak"]
 
 
+@pytest.mark.parametrize("graph", ["example:seed000_queue", "zoo:googlenet@2"])
+def test_a_finished_jobs_progress_counts_what_its_plan_counts(client: TestClient, graph: str) -> None:
+    job = finish(client, submit(client, graph, time_limit=2))
+    assert job["status"] == "done"
+    progress, plan = job["progress"], job["plan"]
+    assert (progress["generation"], progress["evaluations"]) == (plan["generations"], plan["evaluations"])
+    assert progress["best_peak"] == plan["peak"]
+
+
 def test_an_exact_job_takes_its_workers_share_of_the_cores() -> None:
     """A worker process runs with cores / workers numba threads; its exact search takes as many."""
     import numba

@@ -37,6 +37,9 @@ from service.testing import (
 UNLIMITED = 1073741823  # SQLite's default max_page_count
 
 
+pytestmark = pytest.mark.slow  # real servers, killed and restarted under load
+
+
 def cap_size(store: JobStore, pages: int | None) -> None:
     """No page beyond the current ones (``pages=None``), or ``pages`` at most: the disk is full."""
     with store._lock:

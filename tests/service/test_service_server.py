@@ -34,6 +34,9 @@ ENV = {
 }
 
 
+pytestmark = pytest.mark.slow  # real server processes (and a browser)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("live")
