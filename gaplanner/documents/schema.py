@@ -10,11 +10,13 @@ naming the field.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Annotated, Any, Self
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -76,9 +78,23 @@ def _printable_id(text: str) -> str:
 Identifier = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable_id)]
 #: Integers stay within JSON's exact range (and far inside int64, so sums do not overflow).
 MAX_INTEGER = 2**53
-PositiveInt = Annotated[int, Field(gt=0, le=MAX_INTEGER)]
-Offset = Annotated[int, Field(ge=0, le=MAX_INTEGER)]
-Time = Annotated[int, Field(ge=-MAX_INTEGER, le=MAX_INTEGER)]
+
+
+def _json_integer(value: Any) -> Any:
+    """Sizes, offsets and times are JSON integers: ``"10"``, ``10.0`` or ``true`` are refused, never
+    converted (an integer of another kind, a numpy one say, is still one)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        kind = {str: "a string", float: "a fraction", bool: "a boolean"}.get(
+            type(value), type(value).__name__
+        )
+        raise ValueError(f"expected a JSON integer, got {kind} {value!r}")
+    return value
+
+
+Integer = Annotated[int, BeforeValidator(_json_integer)]
+PositiveInt = Annotated[Integer, Field(gt=0, le=MAX_INTEGER)]
+Offset = Annotated[Integer, Field(ge=0, le=MAX_INTEGER)]
+Time = Annotated[Integer, Field(ge=-MAX_INTEGER, le=MAX_INTEGER)]
 
 
 class _Strict(BaseModel):
@@ -90,7 +106,7 @@ class Tensor(_Strict):
 
     id: Identifier
     size: PositiveInt | None = Field(None, description="Size in bytes.")
-    shape: list[Annotated[int, Field(ge=0, le=MAX_INTEGER)]] | None = Field(
+    shape: list[Annotated[Integer, Field(ge=0, le=MAX_INTEGER)]] | None = Field(
         None, description="Dimensions; bytes = product(shape) * bytes(dtype)."
     )
     dtype: str | None = Field(None, description=f"One of {', '.join(DTYPE_BYTES)}.")
@@ -142,7 +158,7 @@ class Operator(_Strict):
     id: Identifier
     inputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it reads.")
     outputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it writes.")
-    core: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = Field(
+    core: Annotated[Integer, Field(ge=0, le=MAX_INTEGER)] = Field(
         0, description="The core whose program runs it."
     )
     views: dict[Identifier, Identifier] = Field(
@@ -318,13 +334,13 @@ def error_message(error: Any) -> str:
 def parse_document(data: Any) -> Document:
     """Validate raw JSON data into a :class:`Document`; raise :class:`InputError` otherwise.
 
-    Strict: numbers must be JSON numbers of the field's type (a size is an
-    integer, not ``"10"`` nor ``10.0``), so nothing is silently converted.
+    Integers must be JSON integers (a size is not ``"10"`` nor ``10.0``):
+    nothing is silently converted.
     """
     if not isinstance(data, dict):
         raise InputError("a document must be a JSON object with 'tensors'/'operators' or 'buffers'")
     try:
-        return Document.model_validate(data, strict=True)
+        return Document.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise InputError(error_message(first), field_path(first["loc"]) or None) from None

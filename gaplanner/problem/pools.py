@@ -426,7 +426,7 @@ def problem_from_pool_document(
 ) -> Problem:
     """A problem from a ``{"models": [...], "together": ..., "shared": [...]}`` document."""
     try:
-        pool = PoolDocument.model_validate(data, strict=True)
+        pool = PoolDocument.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise InputError(error_message(first), field_path(first["loc"]) or None) from None
