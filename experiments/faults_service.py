@@ -301,6 +301,18 @@ def small_filesystem(folder: Path, mib: int) -> Iterator[str | None]:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
+def submit_once(port: int, tally: Tally) -> None:
+    """One submission sent now and counted in the current phase, beside the load's own."""
+    client, document = Client(port), buffers_document(30, seed=10**6)
+    body = json.dumps({"graph": document, "options": {"algorithm": "first-fit"}}).encode()
+    phase = tally.phase
+    status, _, location = client.request("POST", "/v1/plans", body)
+    client.close()
+    tally.answer(status)
+    if status == 202:
+        tally.accept(location, document, phase)
+
+
 def empty_wal(db: Path) -> None:
     """Copy SQLite's write-ahead log into the database and cut it to nothing, so that the store's next
     writes need new space: a log that has room left from earlier writes would absorb a short fault."""
@@ -420,9 +432,11 @@ def run(settings: Settings, workdir: Path) -> Outcome:
                     tally.phase = "disk full"
                     empty_wal(db)
                     ballast = fill(store)
+                    submit_once(port, tally)  # whatever the load's timing: a submission meets the full disk
                     time.sleep(settings.seconds / 2)
                     server.kill()  # and started again on the full disk: it must serve, losing nothing
                     server = servers.enter_context(run_server(db, port=port, env=env, log=log))
+                    submit_once(port, tally)
                     time.sleep(settings.seconds / 2)
                     ballast.unlink()
                     time.sleep(settings.seconds)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,9 +47,46 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     crash of the commands they run.
     """
     if _EXIT_STATUS in config.stash:
+        end_descendants()  # os._exit runs no clean-up: nothing this session started may outlive it
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(config.stash[_EXIT_STATUS])
+
+
+#: Set in every process the test session starts (children inherit it), so that one whose parent died
+#: and which was adopted elsewhere can still be told apart (see session_processes).
+SESSION_MARK = "GAPLANNER_TEST_SESSION"
+os.environ.setdefault(SESSION_MARK, f"{os.getpid()}-{uuid.uuid4().hex}")
+
+
+def session_processes() -> list[Any]:
+    """Live processes started by this test session, at any depth, adopted or not (needs psutil)."""
+    import psutil
+
+    mark, found = os.environ[SESSION_MARK], []
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get(SESSION_MARK) == mark and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+    return found
+
+
+def end_descendants(grace: float = 3.0) -> None:
+    """Terminate this process's descendants, then kill those still alive after ``grace`` seconds."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=grace)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
 
 
 _EXIT_STATUS = pytest.StashKey[int]()

@@ -7,6 +7,7 @@ A full disk is simulated where it needs no root by capping the database's size
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ from service.testing import (
     unreachable_bound_document,
     wait_until,
 )
+from tests.conftest import session_processes
 
 UNLIMITED = 1073741823  # SQLite's default max_page_count
 
@@ -223,3 +225,26 @@ def test_faults_under_load_lose_nothing() -> None:
         assert rows["disk full"]["refused_503"] >= 1
     assert outcome.integrity == "ok"
     assert outcome.events["bodies cut short by the client"] >= 1
+
+
+def test_no_process_of_the_fault_tests_outlives_them() -> None:
+    """Runs after the fault tests above (pytest keeps a file's order): the servers they started, killed and
+    started again, and the search workers of each, are gone. A worker whose server was killed is adopted
+    elsewhere and must exit by itself: this counts every process of the test session, adopted or not."""
+    psutil = pytest.importorskip("psutil")
+    own = psutil.Process()
+
+    def strays() -> list[str]:
+        found = []
+        for process in session_processes():
+            with contextlib.suppress(psutil.Error):
+                command = " ".join(process.cmdline())
+                adopted = own not in process.parents()
+                service = ("gaplanner" in command and " serve" in command) or "spawn_main" in command
+                if adopted or service:
+                    found.append(f"{process.pid}: {command[:120]}")
+        return found
+
+    with contextlib.suppress(TimeoutError):  # a killed server's workers notice within a second or so
+        wait_until(lambda: not strays(), timeout=30, interval=0.5)
+    assert strays() == []
