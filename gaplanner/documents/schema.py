@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Annotated, Any, Self
 
 from pydantic import (
@@ -48,25 +49,19 @@ DTYPE_BYTES: dict[str, int] = {
     "complex128": 16,
 }
 
-#: Characters no id may hold: C0 and C1 controls (NUL, line breaks, ...), and the bidirectional
-#: marks, embeddings, overrides and isolates that show a name other than the one stored.
-_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_FORBIDDEN_IN_IDS = (
-    frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)])
-    | set(_BIDI)
-    | {
-        "\u2028",
-        "\u2029",
-    }
-)
+#: Characters no id may hold: C0 and C1 controls (NUL, line breaks, ...), the line and paragraph
+#: separators, and the bidirectional marks, embeddings, overrides and isolates that show a name other
+#: than the one stored.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+FORBIDDEN_IN_IDS = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}\\u2028\\u2029]")
 
 
 def id_problem(text: str) -> str | None:
     """Why ``text`` cannot be an id (a control or bidirectional-override character), or None."""
-    bad = next((c for c in text if c in _FORBIDDEN_IN_IDS), None)
-    if bad is None:
+    found = FORBIDDEN_IN_IDS.search(text)
+    if found is None:
         return None
-    return f"an id may not hold control character U+{ord(bad):04X} (at position {text.index(bad)})"
+    return f"an id may not hold control character U+{ord(found.group()):04X} (at position {found.start()})"
 
 
 def _printable_id(text: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gaplanner.documents.rules import Rules
-from gaplanner.documents.schema import Document, id_problem, parse_document
+from gaplanner.documents.schema import FORBIDDEN_IN_IDS, Document, id_problem, parse_document
 from gaplanner.documents.zoo import ZOO_PREFIX, zoo_document
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import Problem, build_problem, problem_from_arrays, problem_from_clocks
@@ -227,6 +227,8 @@ def _plain_problem(text: str, name: str) -> Problem | None:
     )
     if lower is None or upper is None or sizes is None:
         return None  # not plain integers (clocks among them): the row-wise reader says where
+    if FORBIDDEN_IN_IDS.search(text.replace("\n", "")):
+        return None  # a control character in an id: the row-wise reader names its line
     id_column = "id" if "id" in header else "buffer" if "buffer" in header else None
     ids = None
     if id_column:
