@@ -13,7 +13,7 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin gaplanner \
     && chown gaplanner:gaplanner /data
 
 WORKDIR /opt/gaplanner
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY gaplanner ./gaplanner
 COPY service ./service
 RUN pip install '.[service]' \
