@@ -644,13 +644,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=_positive_int,
         default=os.cpu_count() or 1,
-        help="islands evolved at once; on Ray workers when the search is long enough or a cluster is "
-        "given, 1 = in this process (default: this machine's cores, %(default)s)",
+        help="islands evolved at once; on Ray workers when a cluster is given (or Ray already runs), "
+        "else in this process (default: this machine's cores, %(default)s)",
     )
     workers.add_argument(
         "--ray-address",
         default=os.environ.get("RAY_ADDRESS"),
-        help="an existing Ray cluster to run on (default: $RAY_ADDRESS, else a local Ray when needed)",
+        help="an existing Ray cluster to run on (default: $RAY_ADDRESS, else the islands run here)",
     )
     plan.set_defaults(handler=_plan)
 

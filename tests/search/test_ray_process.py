@@ -56,10 +56,14 @@ def gaplanner(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def test_small_inputs_and_short_searches_stay_in_process() -> None:
+def test_small_inputs_and_short_searches_stay_in_process(monkeypatch) -> None:
     problem = load_problem("zoo:densenet121@2")
     short = GASettings(time_limit=10.0)
     assert expected_search_seconds(problem, short) == 10.0
+    monkeypatch.delenv("GAPLANNER_RAY_MIN_SECONDS", raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray_pays_off(problem, GASettings(time_limit=600.0), 2)  # a local Ray gains nothing here
+    monkeypatch.setenv("GAPLANNER_RAY_MIN_SECONDS", "30")
     assert not ray_pays_off(problem, short, 2)
     assert not ray_pays_off(problem, GASettings(time_limit=600.0), 1)  # one worker: never Ray
     assert ray_pays_off(problem, GASettings(time_limit=600.0), 2)

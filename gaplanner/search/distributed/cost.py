@@ -9,8 +9,6 @@ from gaplanner.problem.problem import Problem
 from gaplanner.search.distributed.session import cluster_address, ray_available, ray_running
 from gaplanner.search.ga import GASettings
 
-#: Below this many seconds of expected search a fresh local Ray cannot pay off.
-MIN_RAY_SECONDS = 30.0
 #: Cost of one evaluation on one thread: per conflict-list entry, and per individual.
 SECONDS_PER_ENTRY = 1e-8
 SECONDS_PER_INDIVIDUAL = 2e-5
@@ -37,15 +35,17 @@ def expected_search_seconds(problem: Problem, settings: GASettings) -> float:
 def ray_pays_off(problem: Problem, settings: GASettings, workers: int, address: str | None = None) -> bool:
     """Whether to run the islands on Ray rather than in this process.
 
-    Yes when more than one worker is wanted, Ray is installed, and either a
-    cluster is named (argument or ``RAY_ADDRESS``), Ray is already running in
-    this process, or the search is expected to last at least
-    ``GAPLANNER_RAY_MIN_SECONDS`` (default :data:`MIN_RAY_SECONDS`): below that
-    a local Ray's start-up and shutdown eat the gain.
+    Yes when more than one worker is wanted, Ray is installed, and a cluster is
+    named (argument or ``RAY_ADDRESS``) or Ray is already running in this
+    process: more cores than this process uses. A fresh local Ray only adds
+    processes on the cores this process's numba threads keep busy already
+    (docs/results/scaling.md: fewer evaluations per second than in-process in
+    every Ray row), so it starts only when ``GAPLANNER_RAY_MIN_SECONDS`` is set
+    and the search is expected to last at least that long.
     """
     if workers < 2 or not ray_available():
         return False
     if cluster_address(address) or ray_running():
         return True
-    threshold = float(os.environ.get("GAPLANNER_RAY_MIN_SECONDS", MIN_RAY_SECONDS))
-    return expected_search_seconds(problem, settings) >= threshold
+    threshold = os.environ.get("GAPLANNER_RAY_MIN_SECONDS")
+    return threshold is not None and expected_search_seconds(problem, settings) >= float(threshold)
