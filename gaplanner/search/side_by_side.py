@@ -35,7 +35,7 @@ from typing import Protocol
 import numba
 import numpy as np
 
-from gaplanner.plans.plan import GenerationRecord, Plan, make_plan
+from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact.search import (
     ExactSettings,
@@ -52,6 +52,7 @@ from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.search.ga.settings import most_scored_per_generation
 from gaplanner.search.kernels import warm_up as warm_up_kernels
+from gaplanner.search.starting_plans import starting_plans
 
 #: The share of the time limit the exact probes get when the settings leave it open.
 AUTO_EXACT_SHARE = 0.5
@@ -136,7 +137,15 @@ def ga_with_exact(
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    search = start_search(problem, started, settings.time_limit)
+    plans = starting_plans(problem)
+    best = min(plans.values(), key=lambda plan: plan.peak)
+    if best.peak <= problem.lower_bound:  # nothing to search for: no thread, no probes, no GA
+        start = GenerationRecord(0, best.peak, float(best.peak), len(plans), time.perf_counter() - started)
+        stats = SearchStats(0, len(plans), settings.seed, settings.population)
+        return make_plan(
+            problem, best.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats
+        )
+    search = start_search(problem, started, settings.time_limit, plans)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
         plans = _side_by_side(problem, settings, run_ga, search, trace, requests)

@@ -552,21 +552,30 @@ def incumbent_plan(problem: Problem, plans: dict[str, Plan] | None = None) -> np
     return min((plans["first-fit"], plans["greedy-size"]), key=lambda plan: plan.peak).offsets
 
 
-def start_search(problem: Problem, started: float, seconds: float | None) -> PartsSearch:
+def start_search(
+    problem: Problem, started: float, seconds: float | None, plans: dict[str, Plan] | None = None
+) -> PartsSearch:
     """A search whose targets start from :func:`incumbent_plan`, holding the best starting plan
-    (:mod:`gaplanner.search.starting_plans`) aside as the best known: one at the bound ends it at once."""
+    (:mod:`gaplanner.search.starting_plans`, or ``plans`` if given) aside as the best known: one at the
+    bound ends it at once."""
     from gaplanner.search.starting_plans import starting_plans  # imports the plan module, as the baselines do
 
-    plans = starting_plans(problem)
+    plans = plans if plans is not None else starting_plans(problem)
     search = PartsSearch(problem, incumbent_plan(problem, plans), started, seconds=seconds)
     search.post(min(plans.values(), key=lambda plan: plan.peak).offsets, steer=False)
     return search
 
 
+_warm = False
+
+
 def warm_up() -> None:
-    """Load (or compile) the search with a two-block problem."""
+    """Load (or compile) the search with a two-block problem, once per process."""
     from gaplanner.search.kernels import prepare
 
+    global _warm
+    if _warm:
+        return
     prepare()  # a stale on-disk cache is dropped before any kernel loads
     pair = np.arange(2)
     nbr_ptr, nbr_idx = local_neighbours(pair, pair, np.array([0, 1, 2]), np.array([1, 0], np.int32))
@@ -579,6 +588,7 @@ def warm_up() -> None:
         twin_class=np.zeros(2, np.int64),
     )  # fmt: skip
     Probe(part, 2, HEURISTICS[0]).run(10)
+    _warm = True
 
 
 def exact_search(
