@@ -137,15 +137,17 @@ def ga_with_exact(
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    plans = starting_plans(problem)
-    best = min(plans.values(), key=lambda plan: plan.peak)
+    starts = starting_plans(problem)
+    best = min(starts.values(), key=lambda plan: plan.peak)
     if best.peak <= problem.lower_bound:  # nothing to search for: no thread, no probes, no GA
-        start = GenerationRecord(0, best.peak, float(best.peak), len(plans), time.perf_counter() - started)
-        stats = SearchStats(0, len(plans), settings.seed, settings.population)
+        start = GenerationRecord(0, best.peak, float(best.peak), len(starts), time.perf_counter() - started)
+        if on_progress is not None:
+            on_progress(start)
+        stats = SearchStats(0, len(starts), settings.seed, settings.population)
         return make_plan(
             problem, best.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats
         )
-    search = start_search(problem, started, settings.time_limit, plans)
+    search = start_search(problem, started, settings.time_limit, starts)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
         plans = _side_by_side(problem, settings, run_ga, search, trace, requests)
