@@ -16,6 +16,7 @@ import functools
 import gc
 import logging
 import multiprocessing
+import os
 import threading
 import time
 from collections import deque
@@ -134,6 +135,7 @@ class JobManager:
                 s.worker_nice,
                 s.progress_interval,
                 s.warm_up,
+                os.getpid(),  # the server: a worker started after it died must see it gone at once
             ),
         )
         for _ in range(s.workers):  # start every process now (each warms up), not on the first jobs

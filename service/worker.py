@@ -26,10 +26,18 @@ _parent_pid: int | None = None
 _interval = 0.1
 
 
-def initialize(progress, cancel, threads: int, nice: int, interval: float, warm_up: bool) -> None:
-    """Process start-up: keep the handles, calm the process down, load the compiled decoders."""
+def initialize(
+    progress, cancel, threads: int, nice: int, interval: float, warm_up: bool, parent: int | None = None
+) -> None:
+    """Process start-up: keep the handles, calm the process down, load the compiled decoders.
+
+    ``parent``: the server's pid. Taken from the server, not from ``os.getppid()`` here: a server
+    killed while this process was still starting would leave it adopted already, and a watchdog
+    comparing against its adopter would never fire.
+    """
     global _progress, _cancel, _parent_pid, _interval
-    _progress, _cancel, _parent_pid, _interval = progress, cancel, os.getppid(), interval
+    _progress, _cancel, _interval = progress, cancel, interval
+    _parent_pid = parent if parent is not None else os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     threading.Thread(target=_watch_parent, name="parent-watchdog", daemon=True).start()
     if nice:

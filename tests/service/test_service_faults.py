@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -225,6 +227,22 @@ def test_faults_under_load_lose_nothing() -> None:
         assert rows["disk full"]["refused_503"] >= 1
     assert outcome.integrity == "ok"
     assert outcome.events["bodies cut short by the client"] >= 1
+
+
+def test_a_worker_whose_server_died_before_it_started_exits() -> None:
+    """The server's pid comes from the server: a worker adopted before its start-up ran still sees that
+    its server is gone (comparing with its parent at start-up, it would compare with its adopter)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    script = (
+        "import time\nfrom service import worker\n"
+        f"worker.initialize(None, None, 1, 0, 0.1, False, {dead.pid})\ntime.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        assert child.wait(timeout=30) == 3  # the watchdog's exit status
+    finally:
+        child.kill()
 
 
 def test_no_process_of_the_fault_tests_outlives_them() -> None:
