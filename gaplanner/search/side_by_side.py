@@ -52,7 +52,7 @@ from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.search.ga.settings import most_scored_per_generation
 from gaplanner.search.kernels import warm_up as warm_up_kernels
-from gaplanner.search.starting_plans import starting_plans
+from gaplanner.search.starting_plans import plan_at_bound
 
 #: The share of the time limit the exact probes get when the settings leave it open.
 AUTO_EXACT_SHARE = 0.5
@@ -137,17 +137,16 @@ def ga_with_exact(
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    starts = starting_plans(problem)
-    best = min(starts.values(), key=lambda plan: plan.peak)
-    if best.peak <= problem.lower_bound:  # nothing to search for: no thread, no probes, no GA
-        start = GenerationRecord(0, best.peak, float(best.peak), len(starts), time.perf_counter() - started)
+    at_bound, made = plan_at_bound(problem)
+    if at_bound is not None:  # nothing to search for: no thread, no probes, no GA
+        start = GenerationRecord(0, at_bound.peak, float(at_bound.peak), made, time.perf_counter() - started)
         if on_progress is not None:
             on_progress(start)
-        stats = SearchStats(0, len(starts), settings.seed, settings.population)
+        stats = SearchStats(0, made, settings.seed, settings.population)
         return make_plan(
-            problem, best.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats
+            problem, at_bound.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats
         )
-    search = start_search(problem, started, settings.time_limit, starts)
+    search = start_search(problem, started, settings.time_limit)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
         plans = _side_by_side(problem, settings, run_ga, search, trace, requests)

@@ -24,7 +24,7 @@ import numpy as np
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
-from gaplanner.search.baselines import baseline_plans, greedy_size_order
+from gaplanner.search.baselines import BASELINES, baseline_plans, best_fit_coalescing, greedy_size_order
 from gaplanner.search.decoder import decode
 
 HEAVIEST_INSTANT_FIRST = "heaviest-instant-first"
@@ -57,3 +57,23 @@ def heaviest_instant_first(problem: Problem) -> Plan:
 def starting_plans(problem: Problem) -> dict[str, Plan]:
     """Every baseline's plan that can plan ``problem`` and the heaviest instant's, by name."""
     return {**baseline_plans(problem), HEAVIEST_INSTANT_FIRST: heaviest_instant_first(problem)}
+
+
+def plan_at_bound(problem: Problem) -> tuple[Plan | None, int]:
+    """The first starting plan that meets the lower bound, trying them one at a time (None if none
+    does), and how many were made.
+
+    At the bound nothing is left to search for, so a search that is handed one
+    costs what these plans cost: the ones most often at the bound on single-core
+    and split graphs go first, and the rest are not run once one is found.
+    """
+    makers = [BASELINES["best-fit-coalescing"], BASELINES["greedy-size"], heaviest_instant_first]
+    makers.append(BASELINES["first-fit"])
+    made = 0
+    for make in makers:
+        if problem.has_pinned and make is best_fit_coalescing:
+            continue
+        plan, made = make(problem), made + 1
+        if plan.peak <= problem.lower_bound:
+            return plan, made
+    return None, made
