@@ -154,7 +154,8 @@ def _scheduled_problem(graph: Any, options: dict[str, Any]) -> tuple[Any, Any]:
     from service.inputs import rules_from_options, schedulable_document
 
     document = schedulable_document(graph)
-    settings = ScheduleSettings(seed=options.get("seed", 0))
+    # the job's seconds bound the order search too (its bounds' and starting orders' time on top)
+    settings = ScheduleSettings(seed=options.get("seed", 0), time_limit=options.get("time_limit") or 10.0)
     return scheduled_problem(document, "search", rules_from_options(options), settings)
 
 
