@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -39,7 +40,7 @@ from service.models import (
     Trace,
     UploadedInput,
 )
-from service.store import DuplicateKey, JobStore
+from service.store import FINISHED, DuplicateKey, JobStore
 from service.uploads import bundled_inputs, parse_dims, read_upload
 
 JSON = "application/json"
@@ -186,11 +187,19 @@ def _idempotency_key(value: str | None) -> str | None:
     return value
 
 
+#: Bytes of rendered finished jobs kept for status polls (oldest dropped first).
+RENDERED_BYTES = 64 * 1024 * 1024
+
+
 class JobHandlers:
     """What the job routes do, for either kind of job; the store and pool come from the app's lifespan."""
 
     def __init__(self, settings: ServiceSettings, state: dict[str, Any]) -> None:
         self.settings, self.state = settings, state
+        # A finished job never changes again: its answer is rendered once, not re-parsed, re-validated
+        # and re-serialised (plan and all) on every poll.
+        self._rendered: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        self._rendered_bytes = 0
 
     @property
     def store(self) -> JobStore:
@@ -222,6 +231,20 @@ class JobHandlers:
             "links": _links(kind, row["id"]),
             JOB_ROUTES[kind].result: json.loads(row["result"]) if row["result"] else None,
         }
+
+    def job_json(self, kind: str, job_id: str) -> bytes:
+        """The job as its route's response model renders it; finished jobs from the cache."""
+        cached = self._rendered.get(job_id)
+        if cached is not None and cached[0] == kind:
+            return cached[1]
+        job = self.job(kind, job_id)
+        body = JOB_ROUTES[kind].job.model_validate(job).model_dump_json().encode()
+        if job["status"] in FINISHED and len(body) <= RENDERED_BYTES // 16:
+            self._rendered[job_id] = (kind, body)
+            self._rendered_bytes += len(body)
+            while self._rendered_bytes > RENDERED_BYTES:
+                self._rendered_bytes -= len(self._rendered.popitem(last=False)[1][1])
+        return body
 
     def submit(self, kind: str, request: BaseModel, response: Response, key: str | None = None,
                digest: str | None = None) -> dict[str, Any]:  # fmt: skip
@@ -339,8 +362,8 @@ def add_job_routes(router: APIRouter, kind: str, handlers: JobHandlers) -> None:
     ) -> dict[str, Any]:
         return handlers.page(kind, limit, after, status)
 
-    async def get_job(job_id: str) -> dict[str, Any]:  # one indexed read: on the loop, no thread hop
-        return handlers.job(kind, job_id)
+    async def get_job(job_id: str) -> Response:  # one indexed read: on the loop, no thread hop
+        return Response(handlers.job_json(kind, job_id), media_type=JSON)
 
     def get_trace(job_id: str) -> dict[str, Any]:
         return handlers.trace(kind, job_id)
