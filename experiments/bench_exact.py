@@ -37,7 +37,7 @@ from gaplanner import Problem, load_problem
 from gaplanner.search.exact.search import ExactSettings
 from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import GASettings
-from gaplanner.search.kernels import warm_up as warm_up_kernels
+from gaplanner.search.warm import warm_up as warm_up_kernels
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "exact.md"
 #: Our label for each of omnimalloc's allocators run here (experiments.comparators' names).

@@ -39,7 +39,7 @@ from gaplanner.documents.zoo import zoo_names
 from gaplanner.plans.verify import verify
 from gaplanner.search.decoder import Decoder
 from gaplanner.search.ga import GASettings, run_ga
-from gaplanner.search.kernels import warm_up
+from gaplanner.search.warm import warm_up
 
 #: Best known peaks of MiniMalloc's challenging set (its exact solver's optimum, or best found).
 BEST_KNOWN = {

@@ -36,7 +36,6 @@ from gaplanner.plans.capacity import decide_fit
 from gaplanner.problem.loading import load_problem
 from gaplanner.problem.problem import Problem, build_problem
 from gaplanner.search.ga import GASettings
-from gaplanner.search.memories.search import solve_memories
 from gaplanner.solve import solve
 
 KIB = 1024
@@ -116,9 +115,9 @@ def memory_rows(args: argparse.Namespace) -> tuple[list[list[object]], dict[str,
         for sram in SRAM_SIZES:
             problem = with_memories(doc, sram)
             dram = float(problem.memories.cost_table()[:, 1].sum())  # type: ignore[union-attr]
-            spill = solve_memories(problem, "spill-greedy")
+            spill = solve(problem, "spill-greedy")
             started = time.perf_counter()
-            ga = solve_memories(problem, "ga", settings)
+            ga = solve(problem, "ga", settings)
             seconds = time.perf_counter() - started
             bound = cost_bound(problem)
             constrained = problem.lower_bound > sram

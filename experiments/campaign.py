@@ -399,7 +399,7 @@ def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan | None
 def runs() -> tuple[str, ...]:
     """Every algorithm the campaign plans with: gaplanner.ALGORITHMS, the GA with exact probes and the
     exact search on blocks of one lifetime merged."""
-    from gaplanner.solve import ALGORITHMS
+    from gaplanner.registry import ALGORITHMS
 
     return (*ALGORITHMS, *GA_VARIANTS, MERGED)
 
@@ -545,7 +545,8 @@ def _check_memory_case(
 ) -> None:
     """Every algorithm that plans across memories plans it; every other one must refuse it."""
     from gaplanner.errors import InputError
-    from gaplanner.search.memories.search import MEMORY_ALGORITHMS, DoesNotFit
+    from gaplanner.registry import ALGORITHMS
+    from gaplanner.search.memories.search import DoesNotFit
 
     best = None
     small = len({reading.reading.group_of(i) for i in reading.reading.sizes}) <= MAX_BRUTE_FORCE_BLOCKS
@@ -558,7 +559,7 @@ def _check_memory_case(
         try:
             plan = _solve(problem, algorithm, seed)
         except InputError as exc:
-            if algorithm in MEMORY_ALGORITHMS:
+            if ALGORITHMS[algorithm].capabilities.memories:
                 tally.crashes += 1
                 fail("crash", algorithm, f"refused: {exc}")
             continue
@@ -572,7 +573,7 @@ def _check_memory_case(
             tally.crashes += 1
             fail("crash", algorithm, f"{type(exc).__name__}: {exc}")
             continue
-        if algorithm not in MEMORY_ALGORITHMS:
+        if not ALGORITHMS[algorithm].capabilities.memories:
             tally.crashes += 1
             fail("crash", algorithm, "planned across memories, which it does not do")
             continue

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gaplanner.errors import InputError
+from gaplanner.registry import ALGORITHMS
 from gaplanner.search.ga import GASettings
-from gaplanner.solve import ALGORITHMS
 
 BENCHMARKS_MARK = "{benchmarks}"
 GA_FIELDS = {f.name for f in fields(GASettings)} - {"seed", "time_limit"}

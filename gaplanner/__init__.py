@@ -21,12 +21,13 @@ from gaplanner.plans.plan import GenerationRecord, Plan, RayStats, SearchStats, 
 from gaplanner.plans.verify import find_violation, verify
 from gaplanner.problem.loading import load_problem, problem_from_csv_text, problem_from_json
 from gaplanner.problem.problem import Problem, build_problem, problem_from_arrays
+from gaplanner.registry import ALGORITHMS
 from gaplanner.search.baselines import BASELINES, best_fit_coalescing, first_fit, greedy_size
 from gaplanner.search.decoder import decode, decode_population
 from gaplanner.search.ga import GASettings
-from gaplanner.search.kernels import warm_up
 from gaplanner.search.random_search import RandomSearchSettings, random_search
-from gaplanner.solve import ALGORITHMS, ComparisonRow, compare, settings_for, solve
+from gaplanner.search.warm import warm_up
+from gaplanner.solve import ComparisonRow, compare, settings_for, solve
 
 __all__ = [
     "ALGORITHMS",

@@ -31,10 +31,11 @@ from gaplanner.plans.verify import find_memory_violation, find_violation
 from gaplanner.problem.loading import load_document, load_problem
 from gaplanner.problem.pools import TOGETHER
 from gaplanner.problem.problem import Problem
+from gaplanner.registry import ALGORITHMS
 from gaplanner.schedule import ScheduleResult, ScheduleSettings
 from gaplanner.schedule.planning import scheduled_problem, with_schedule
 from gaplanner.search.ga import GASettings
-from gaplanner.solve import ALGORITHMS, compare, settings_for, solve
+from gaplanner.solve import compare, settings_for, solve
 
 #: What ``gaplanner plan`` plans when no input is given.
 DEFAULT_INPUT = "zoo:resnet50@2"
@@ -619,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="graph/buffer JSON, MiniMalloc CSV, ONNX model, example:NAME or zoo:NAME[@N] "
         f"(default {DEFAULT_INPUT}); several with --together",
     )
-    plan.add_argument("--algorithm", choices=ALGORITHMS, default="ga")
+    plan.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="ga")
     plan.add_argument("--output", "-o", help="write here instead of stdout")
     plan.add_argument(
         "--write-model",

@@ -22,15 +22,14 @@ from gaplanner.plans.capacity import fits_question
 from gaplanner.problem.loading import load_document, load_problem
 from gaplanner.problem.pools import problem_from_pool_document
 from gaplanner.problem.problem import build_problem
+from gaplanner.registry import lookup
 from gaplanner.schedule.choose import given_order
 from gaplanner.schedule.dag import build_dag
-from gaplanner.search.memories.search import MEMORY_ALGORITHMS
 from gaplanner.solve import settings_for
 from service.config import ServiceSettings
 from service.errors import ApiError
 from service.models import CompareRequest, PlanRequest
 from service.store import NewJob
-from service.worker import workers_supported
 
 NAME_PREFIXES = (ZOO_PREFIX, "example:")
 
@@ -134,12 +133,11 @@ def _problem(kind: str, graph: Any, settings: ServiceSettings, rules: Rules, alg
             422, "a comparison plans one arena; submit documents with memories to /v1/plans", "graph.memories"
         )
     question, _ = fits_question(problem, None)  # one memory with a capacity: a one-arena question
-    if question.memories is not None and algorithm not in MEMORY_ALGORITHMS:
-        raise ApiError(
-            422,
-            f"{algorithm} plans one arena; with memories choose from {', '.join(MEMORY_ALGORITHMS)}",
-            "options.algorithm",
-        )
+    if question.memories is not None:
+        try:
+            lookup(algorithm).refuse(question, None)
+        except InputError as exc:
+            raise ApiError(422, exc.reason, "options.algorithm") from None
     return problem
 
 
@@ -213,7 +211,7 @@ def _options(kind: str, options: dict[str, Any], settings: ServiceSettings) -> d
     if workers is None:
         options.pop("workers", None)
     elif workers != 1:
-        if not workers_supported(kind):
+        if kind == "compare":  # a comparison runs in this process (gaplanner.solve.compare)
             raise ApiError(
                 422, f"{kind} jobs run their search in-process here; workers must be 1", "options.workers"
             )

@@ -8,15 +8,15 @@ from typing import Annotated, Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
 
 from gaplanner.plans.plan import GenerationRecord
+from gaplanner.registry import ALGORITHMS
 from gaplanner.search.ga import GASettings
-from gaplanner.solve import ALGORITHMS
 from gaplanner.solve import ComparisonRow as LibraryComparisonRow
 
 _GA = GASettings()
 
 Status = Literal["queued", "running", "done", "failed", "cancelled"]
 Kind = Literal["plan", "compare"]
-Algorithm = Literal[ALGORITHMS]  # type: ignore[valid-type]
+Algorithm = Literal[tuple(ALGORITHMS)]  # type: ignore[valid-type]
 
 #: What ``graph`` accepts, as OpenAPI shows it (``Document`` is the library's input schema).
 GRAPH_SCHEMA: dict[str, Any] = {

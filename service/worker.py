@@ -9,7 +9,6 @@ parent process has died); the GA then returns the best plan it had.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import signal
@@ -67,21 +66,6 @@ def ping() -> int:
     return os.getpid()
 
 
-def workers_supported(kind: str) -> bool:
-    """Whether this build's ``solve`` (plan jobs) or ``compare`` takes ``workers`` (Ray islands)."""
-    from gaplanner.solve import compare, solve
-
-    function = solve if kind == "plan" else compare
-    return "workers" in inspect.signature(function).parameters
-
-
-def _extra(function: Any, options: dict[str, Any]) -> dict[str, Any]:
-    workers = options.get("workers")
-    if workers is None or "workers" not in inspect.signature(function).parameters:
-        return {}
-    return {"workers": workers}
-
-
 class _Reporter:
     """on_progress / should_stop for one job."""
 
@@ -116,7 +100,7 @@ def _plan(
     from gaplanner.search.memories.search import DoesNotFit
     from gaplanner.solve import solve
 
-    extra = _extra(solve, options)
+    extra = {"workers": options["workers"]} if options.get("workers") is not None else {}
     problem, capacity = fits_question(problem, None)
     if not asks_fit(problem, capacity):
         plan = solve(problem, algorithm, settings, **hooks, **extra)
@@ -177,7 +161,7 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
     reporter = _Reporter(job_id, slot)
     hooks = {"on_progress": reporter.on_progress, "should_stop": reporter.should_stop}
     if kind == "compare":
-        rows = compare(problem, settings, **hooks, **_extra(compare, options))
+        rows = compare(problem, settings, **hooks)  # in this process: a comparison takes no workers
         result: dict[str, Any] = {
             "comparison": {
                 "name": problem.name,

@@ -41,7 +41,7 @@ from gaplanner.errors import InputError
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.problem import Problem, problem_from_arrays
 from gaplanner.search.ga import GASettings
-from gaplanner.search.kernels import warm_up
+from gaplanner.search.warm import warm_up
 from gaplanner.solve import solve
 
 #: The whole program's planning budget, in seconds, unless the caller gives one.

@@ -1,7 +1,7 @@
 """The package's compiled (numba) kernels: a consistent on-disk cache, calm threads, loaded up front.
 
 Nothing here runs at import time. :func:`prepare` runs once per process, at
-the first use of the decoder (or from :func:`warm_up`):
+the first use of the decoder (or from :func:`gaplanner.search.warm.warm_up`):
 
 * **A consistent cache.** Numba caches a compiled function together with the
   callees compiled into it (``fitness._score_population`` carries its own copy
@@ -15,8 +15,8 @@ the first use of the decoder (or from :func:`warm_up`):
   slower than one. ``OMP_WAIT_POLICY=PASSIVE`` is set (unless the user set it)
   before the first parallel decode loads the OpenMP runtime.
 
-:func:`warm_up` loads (or compiles) every kernel a search runs, so that a
-search's time limit is spent searching.
+:mod:`gaplanner.search.warm_up`, above the kernels, loads (or compiles) every
+kernel a search runs, so that a search's time limit is spent searching.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ PACKAGE = Path(__file__).resolve().parents[1]
 STAMP = "gaplanner-sources.sha256"
 
 _prepared = False
-_warm = False
 
 
 def sources_digest(package: Path = PACKAGE) -> str:
@@ -72,28 +71,3 @@ def prepare() -> None:
     _prepared = True
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when the OpenMP runtime loads
     drop_stale_cache()
-
-
-def warm_up() -> None:
-    """Load (or compile) every kernel a search runs, for narrow and wide offsets and for graph problems.
-
-    Numba compiles a kernel on its first call in a process unless its on-disk
-    cache holds it already (a fresh install, or a changed source): seconds that
-    would otherwise come out of the first search's time limit. The searches
-    call this themselves before their clock starts.
-    """
-    global _warm
-    if _warm:  # loaded in this process already: a plan at the bound costs milliseconds
-        return
-    prepare()
-    from gaplanner.problem.loading import load_problem
-    from gaplanner.problem.problem import problem_from_arrays
-    from gaplanner.search.ga import GASettings, make_island  # the GA runs every kernel there is
-
-    sizes, lower, upper = [2, 1, 1], [0, 0, 1], [2, 1, 2]
-    problems = [problem_from_arrays([s << shift for s in sizes], lower, upper) for shift in (0, 40)]
-    problems.append(load_problem("example:multicore_fig1b"))
-    settings = GASettings(population=4, elite=1, islands=1, generations=1, time_limit=None)
-    for problem in problems:
-        make_island(problem, settings, 0).step()
-    _warm = True

@@ -51,8 +51,8 @@ from gaplanner.search.exact.search import (
 from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.search.ga.settings import most_scored_per_generation
-from gaplanner.search.kernels import warm_up as warm_up_kernels
 from gaplanner.search.starting_plans import plan_at_bound
+from gaplanner.search.warm import warm_up as warm_up_kernels
 
 #: The share of the time limit the exact probes get when the settings leave it open.
 AUTO_EXACT_SHARE = 0.5

@@ -24,8 +24,8 @@ from gaplanner.schedule.kernels import warm_up as warm_up_schedule
 from gaplanner.search.exact.search import ExactSettings
 from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import GASettings
-from gaplanner.search.kernels import warm_up as warm_up_search
 from gaplanner.search.random_search import RandomSearchSettings
+from gaplanner.search.warm import warm_up as warm_up_search
 from gaplanner.solve import ALGORITHMS, solve
 
 

@@ -103,14 +103,13 @@ def test_models_in_one_pool_share_one_memory_map(together: str, cost: int) -> No
     holds 32 bytes in all: 1920 (all in DRAM) - 18 * 32.
     """
     from gaplanner.search.ga import GASettings
-    from gaplanner.search.memories.search import solve_memories
 
     a, b = parse_document(chain("a", [16, 16])), parse_document(chain("b", [32, 32]))
     memories = parse_document({**chain("m", [1]), "memories": SRAM_DRAM}).memories
     problem = pool_problem([("a", a), ("b", b)], together, memories=memories)
     assert problem.memories.cost_lower_bound() == 2 * 96
     for algorithm in ("ga", "spill-greedy", "first-fit"):
-        plan = solve_memories(problem, algorithm, GASettings(generations=30) if algorithm == "ga" else None)
+        plan = solve(problem, algorithm, GASettings(generations=30) if algorithm == "ga" else None)
         assert plan.cost >= cost
         if algorithm == "ga":
             assert plan.cost == cost
@@ -145,12 +144,11 @@ def test_pool_documents_carry_memories_and_pins_name_the_model(tmp_path: Path) -
 
 
 def test_the_bundled_pool_example_shares_its_kv_cache_and_memories() -> None:
-    from gaplanner.search.memories.search import solve_memories
 
     problem = load_problem("example:prefill_decode_pool")
     assert problem.memories.ids == ("sram", "dram")
     assert "kv" in problem.tensors.ids and "decode/kv" not in problem.tensors.ids
-    plan = solve_memories(problem, "spill-greedy")
+    plan = solve(problem, "spill-greedy")
     rows = {row["id"]: row for row in plan.tensor_rows()}
     live_with_kv = ["decode/token", "decode/q", "decode/attended", "decode/out", "prefill/hidden"]
     for tid in live_with_kv:  # the cache persists while decode runs and while prefill finishes

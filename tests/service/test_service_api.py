@@ -20,7 +20,7 @@ pytest.importorskip("pydantic_settings")
 
 from fastapi.testclient import TestClient
 
-from gaplanner.solve import ALGORITHMS
+from gaplanner.registry import ALGORITHMS
 from service.app import create_app
 from service.config import ServiceSettings
 from service.store import JobStore

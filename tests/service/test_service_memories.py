@@ -126,7 +126,12 @@ def test_one_memory_with_a_capacity_is_the_one_arena_question(client: TestClient
     ("route", "options", "field", "words"),
     [
         ("/v1/compare", {}, "graph.memories", "a comparison plans one arena"),
-        ("/v1/plans", {"algorithm": "greedy-size"}, "options.algorithm", "choose from ga, spill-greedy"),
+        (
+            "/v1/plans",
+            {"algorithm": "greedy-size"},
+            "options.algorithm",
+            "choose from ga, first-fit, spill-greedy",
+        ),
     ],
 )
 def test_what_cannot_plan_across_memories_answers_422(

@@ -26,8 +26,8 @@ from gaplanner.search.ga import (
     plan_at_bound,
     run_ga,
 )
-from gaplanner.search.kernels import warm_up
 from gaplanner.search.starting_plans import starting_plans
+from gaplanner.search.warm import warm_up
 
 
 def solve_islands(

@@ -616,7 +616,7 @@ def exact_search(
     search with its best plan. With more than one thread (``settings.threads``),
     :class:`RandomTargets` run beside the portfolio, drawing from ``settings.seed``.
     """
-    from gaplanner.search.kernels import warm_up as warm_up_kernels
+    from gaplanner.search.warm import warm_up as warm_up_kernels
 
     settings = settings or ExactSettings()
     warm_up_kernels()  # the baselines' decoder, for the incumbent

@@ -20,8 +20,8 @@ from gaplanner.search.ga.budget import (
 from gaplanner.search.ga.island import Island, address_order, heuristic_orders, make_islands, migrate
 from gaplanner.search.ga.settings import GASettings
 from gaplanner.search.ga.termination import StopCheck, Termination
-from gaplanner.search.kernels import warm_up
 from gaplanner.search.starting_plans import starting_plans
+from gaplanner.search.warm import warm_up
 
 #: Called with every generation's record as the search goes.
 ProgressCallback = Callable[[GenerationRecord], None]
@@ -46,7 +46,7 @@ def run_ga(
 ) -> Plan:
     """Search allocation orders; return the best verified plan with its convergence trace.
 
-    The time limit counts from after :func:`~gaplanner.search.kernels.warm_up`: it is the search's budget.
+    The time limit counts from after :func:`~gaplanner.search.warm.warm_up`: it is the search's budget.
     ``seed_offsets``: plans (offsets per block) the population starts from, beside the starting plans'
     (:mod:`gaplanner.search.starting_plans`).
     ``exchange``: a search beside this one; each plan it gives back replaces an island's worst.

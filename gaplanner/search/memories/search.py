@@ -25,16 +25,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gaplanner.errors import GaplannerError, InputError
+from gaplanner.errors import GaplannerError
 from gaplanner.plans.memory_plan import MemoryPlan, make_memory_plan
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.memories import single_memory
 from gaplanner.problem.problem import Problem
 from gaplanner.search.ga import GASettings, StopCheck
 from gaplanner.search.memories.decoder import MemoryDecoder, Placements
-
-#: Algorithms that plan across memories.
-MEMORY_ALGORITHMS: tuple[str, ...] = ("ga", "spill-greedy", "first-fit")
 
 
 class DoesNotFit(GaplannerError):
@@ -318,25 +315,4 @@ def memory_ga(
     best, polished = local_search(decoder, best, out_of_time)
     return _finish(
         problem, best, "ga", started, generations=generation, evaluations=population.evaluations + polished
-    )
-
-
-def solve_memories(
-    problem: Problem,
-    algorithm: str = "ga",
-    settings: GASettings | None = None,
-    *,
-    should_stop: StopCheck | None = None,
-) -> MemoryPlan:
-    """A verified plan across the problem's memories from the named algorithm."""
-    if problem.memories is None:
-        raise InputError("the input lists no memories", "memories")
-    if algorithm == "ga":
-        return memory_ga(problem, settings, should_stop=should_stop)
-    if algorithm == "spill-greedy":
-        return spill_greedy(problem)
-    if algorithm == "first-fit":
-        return plan_order(problem, problem.start_order(), algorithm)
-    raise InputError(
-        f"{algorithm} plans one arena; with memories choose from {', '.join(MEMORY_ALGORITHMS)}", "algorithm"
     )
