@@ -15,9 +15,10 @@ from pathlib import Path
 
 from experiments.common import benchmark_csvs, benchmarks_root, markdown_table, timed
 from experiments.report import write_results
-from gaplanner import BASELINES, load_problem
+from gaplanner import load_problem
 from gaplanner.documents.zoo import zoo_names
 from gaplanner.problem.conflicts import conflicts_from_intervals
+from gaplanner.search.baselines import BASELINES
 
 #: Core counts of the split zoo networks in the zoo suite's table.
 SPLIT_CORES = (2, 4)

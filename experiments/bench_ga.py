@@ -34,9 +34,10 @@ from experiments.bench_decoder import RATE_HEADER, random_orders, rate_cells
 from experiments.common import benchmarks_root, markdown_table, timed
 from experiments.comparators import omnimalloc_allocators, omnimalloc_first_fit
 from experiments.report import write_results
-from gaplanner import BASELINES, load_problem, solve
+from gaplanner import load_problem, solve
 from gaplanner.documents.zoo import zoo_names
 from gaplanner.plans.verify import verify
+from gaplanner.search.baselines import BASELINES
 from gaplanner.search.decoder import Decoder
 from gaplanner.search.ga import GASettings, run_ga
 from gaplanner.search.warm import warm_up

@@ -155,7 +155,8 @@ def summary(rows: list[Row]) -> list[str]:
 _TIMING_SCRIPT = """
 import json, statistics, sys, time
 import numpy as np
-from gaplanner import decode_population, first_fit
+from gaplanner.search.decoder import decode_population
+from gaplanner.search.baselines import first_fit
 from gaplanner.search.ga import GASettings
 from gaplanner.documents.onnx_import import import_onnx
 from gaplanner.problem.problem import build_problem

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from gaplanner import parse_document, problem_from_arrays
+from gaplanner import parse_document
+from gaplanner.problem.problem import problem_from_arrays
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

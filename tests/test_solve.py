@@ -5,18 +5,10 @@ from __future__ import annotations
 import pytest
 
 import gaplanner
-from gaplanner import (
-    ALGORITHMS,
-    BASELINES,
-    GASettings,
-    InputError,
-    RandomSearchSettings,
-    compare,
-    load_problem,
-    settings_for,
-    solve,
-)
+from gaplanner import ALGORITHMS, GASettings, InputError, RandomSearchSettings, compare, load_problem, solve
+from gaplanner.search.baselines import BASELINES
 from gaplanner.search.exact.search import ExactSettings
+from gaplanner.solve import settings_for
 
 SEED000 = "example:seed000_queue"  # six blocks, lower bound 5120, every planner reaches it
 

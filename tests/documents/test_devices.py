@@ -14,12 +14,13 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document
+from gaplanner import InputError, build_problem, load_problem, parse_document
 from gaplanner.cli import main
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.split import split_graph
 from gaplanner.plans.tensor_check import check_tensor_plan
 from gaplanner.plans.verify import find_memory_violation, find_violation
+from gaplanner.search.baselines import BASELINES
 from gaplanner.search.memories.search import plan_order, spill_greedy
 from tests.oracles import graph_conflicts
 from tests.strategies import SETTINGS, graph_documents

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gaplanner import BASELINES, best_fit_coalescing, load_problem, verify
+from gaplanner import load_problem, verify
 from gaplanner.documents.schema import document_json_schema
 from gaplanner.problem.loading import example_names
-from gaplanner.search.baselines import baseline_plans
+from gaplanner.search.baselines import BASELINES, baseline_plans, best_fit_coalescing
 from tests.oracles import conflict_pairs
 
 ROOT = Path(__file__).parents[2]
@@ -37,7 +37,7 @@ def test_seed000_as_buffer_list_gives_the_same_plan() -> None:
             for i, lo, up, s in zip(problem.ids, problem.lower, problem.upper, problem.sizes, strict=True)
         ]
     }
-    from gaplanner import problem_from_json
+    from gaplanner.problem.loading import problem_from_json
 
     plan = best_fit_coalescing(problem_from_json(buffers))
     assert plan.offsets.tolist() == [0, 2048, 4096, 0, 4096, 0]

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gaplanner import BASELINES, InputError, build_problem, load_problem, verify
+from gaplanner import InputError, build_problem, load_problem, verify
 from gaplanner.cli import main
 from gaplanner.documents.onnx_import import import_onnx
 from gaplanner.documents.rules import Rules
+from gaplanner.search.baselines import BASELINES
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402

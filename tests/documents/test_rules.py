@@ -7,9 +7,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import BASELINES, InputError, PlanError, build_problem, make_plan, parse_document
+from gaplanner import InputError, PlanError, build_problem, parse_document
 from gaplanner.documents.rules import Rules
+from gaplanner.plans.plan import make_plan
 from gaplanner.plans.tensor_check import check_tensor_plan
+from gaplanner.search.baselines import BASELINES
 from gaplanner.search.decoder import decode
 from tests.oracles import RulesOracle
 

@@ -7,11 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import BASELINES, InputError, build_problem, load_problem, parse_document, verify
+from gaplanner import InputError, build_problem, load_problem, parse_document, verify
 from gaplanner.documents.schema import Document
 from gaplanner.documents.split import balanced, plan_split, split_graph
 from gaplanner.documents.zoo import zoo_document, zoo_names
 from gaplanner.problem.problem import Problem
+from gaplanner.search.baselines import BASELINES
 from tests.oracles import conflict_pairs, graph_conflicts
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gaplanner import BASELINES, InputError, load_problem, verify
+from gaplanner import InputError, load_problem, verify
 from gaplanner.cli import main
 from gaplanner.documents.zoo import parse_zoo_spec, zoo_document, zoo_names
+from gaplanner.search.baselines import BASELINES
 
 #: name -> (blocks, lower bound, total bytes) of the single-core graph.
 PINNED = {

@@ -10,8 +10,9 @@ import pytest
 
 from experiments import bench_decoder
 from experiments.comparators import omnimalloc_allocators, omnimalloc_first_fit
-from gaplanner import load_problem, problem_from_arrays
+from gaplanner import load_problem
 from gaplanner.plans.verify import verify
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import Decoder
 
 

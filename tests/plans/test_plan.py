@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaplanner import PlanError, load_problem, problem_from_arrays
+from gaplanner import PlanError, load_problem
 from gaplanner.plans.plan import GenerationRecord, RayStats, SearchStats, make_plan
+from gaplanner.problem.problem import problem_from_arrays
 
 SEED000_OFFSETS = [0, 2048, 4096, 0, 4096, 0]  # the worked example's plan: arena 5120 bytes
 

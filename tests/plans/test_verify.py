@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gaplanner import PlanError, decode, find_violation, load_problem, verify
+from gaplanner import PlanError, find_violation, load_problem, verify
+from gaplanner.search.decoder import decode
 from tests.strategies import SETTINGS, interval_problems
 
 

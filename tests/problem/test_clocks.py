@@ -10,9 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import BASELINES, InputError, load_problem, problem_from_csv_text
+from gaplanner import InputError, load_problem
 from gaplanner.cli import main
+from gaplanner.problem.loading import problem_from_csv_text
 from gaplanner.problem.problem import problem_from_clocks
+from gaplanner.search.baselines import BASELINES
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaplanner import InputError, problem_from_arrays
+from gaplanner import InputError
+from gaplanner.problem.problem import problem_from_arrays
 
 LOWER, UPPER = [0, 1], [2, 3]
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from gaplanner import BASELINES, best_fit_coalescing, build_problem, load_problem
+from gaplanner import build_problem, load_problem
+from gaplanner.search.baselines import BASELINES, best_fit_coalescing
 from tests.oracles import brute_force_peaks
 from tests.strategies import SETTINGS, graph_documents, interval_problems
 

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaplanner import build_problem, problem_from_arrays
-from gaplanner.problem.problem import Problem
+from gaplanner import build_problem
+from gaplanner.problem.problem import Problem, problem_from_arrays
 from gaplanner.search.decoder import SORT_MIN_RANGES, Decoder, _sort_indices, decode
 from gaplanner.search.fitness import PopulationFitness
 from gaplanner.search.neighbours import NEIGHBOUR_LANES

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import build_problem, find_violation, first_fit, load_problem, problem_from_arrays
+from gaplanner import build_problem, find_violation, load_problem
 from gaplanner.errors import InputError
+from gaplanner.problem.problem import problem_from_arrays
+from gaplanner.search.baselines import first_fit
 from gaplanner.search.exact.dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW, Probe, RestartingProbe
 from gaplanner.search.exact.parts import components, make_part
 from gaplanner.search.exact.search import (

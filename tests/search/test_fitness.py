@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaplanner import load_problem, problem_from_arrays
+from gaplanner import load_problem
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import decode
 from gaplanner.search.fitness import PopulationFitness, Scores, _sort_by_address, shared_prefix
 from tests.oracles import address_order

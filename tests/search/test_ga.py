@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaplanner import BASELINES, load_problem, problem_from_arrays
+from gaplanner import load_problem
 from gaplanner.errors import InputError
+from gaplanner.problem.problem import problem_from_arrays
+from gaplanner.search.baselines import BASELINES
 from gaplanner.search.ga import (
     GENERATION,
     LOCAL_SEARCH,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gaplanner import load_problem, problem_from_arrays
+from gaplanner import load_problem
 from gaplanner.errors import InputError
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import decode
 from gaplanner.search.random_search import RandomSearchSettings, random_orders, random_search
 from tests.oracles import brute_force_peaks

@@ -22,8 +22,8 @@ import pytest
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from gaplanner import problem_from_arrays  # noqa: E402
 from gaplanner.cli import main  # noqa: E402
+from gaplanner.problem.problem import problem_from_arrays  # noqa: E402
 from gaplanner.search.distributed import IslandWorker, local_ray, run_islands  # noqa: E402
 from gaplanner.search.ga import GASettings, Pacing, heuristic_orders, run_ga  # noqa: E402
 from gaplanner.solve import solve  # noqa: E402

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gaplanner.search.exact.search
-from gaplanner import find_violation, problem_from_arrays
+from gaplanner import find_violation
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import decode
 from gaplanner.search.exact.search import ExactSettings, searchable
 from gaplanner.search.exact.shared_lifetimes import (

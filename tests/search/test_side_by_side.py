@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import Problem, find_violation, load_problem, problem_from_arrays
+from gaplanner import Problem, find_violation, load_problem
 from gaplanner.errors import InputError
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import first_fit
 from gaplanner.search.exact.search import ExactSettings, PartsSearch, exact_search, usable_cores
 from gaplanner.search.ga import GASettings, run_ga

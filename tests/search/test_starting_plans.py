@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 
 import gaplanner
-from gaplanner import GASettings, find_violation, load_problem, problem_from_arrays, solve
+from gaplanner import GASettings, find_violation, load_problem, solve
 from gaplanner.problem.bounds import max_load
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import baseline_plans
 from gaplanner.search.exact.search import ExactSettings
 from gaplanner.search.starting_plans import heaviest_instant_blocks, heaviest_instant_first, starting_plans

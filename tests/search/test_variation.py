@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaplanner import problem_from_arrays
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search import variation as operators
 from gaplanner.search.decoder import decode
 from gaplanner.search.fitness import shared_prefix
