@@ -34,8 +34,8 @@ from experiments.comparators import omnimalloc_allocators
 from experiments.report import write_results
 from experiments.side_by_side import SolverRun, geometric_mean, run_placer, run_solver
 from gaplanner import Problem, load_problem
-from gaplanner.search.exact.search import ExactSettings
-from gaplanner.search.exact.search import warm_up as warm_up_exact
+from gaplanner.search.exact import ExactSettings
+from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga import GASettings
 from gaplanner.search.warm import warm_up as warm_up_kernels
 

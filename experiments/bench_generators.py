@@ -43,9 +43,9 @@ from experiments.report import write_results
 from experiments.side_by_side import SolverRun, check_plan, geometric_mean, run_placer, run_solver
 from gaplanner import GASettings, Problem, warm_up
 from gaplanner.problem.problem import problem_from_clocks
+from gaplanner.search.exact import ExactSettings
+from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.exact.parts import components
-from gaplanner.search.exact.search import ExactSettings
-from gaplanner.search.exact.search import warm_up as warm_up_exact
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from experiments.report import write_results
 from experiments.side_by_side import SolverRun, run_solver
 from gaplanner import GASettings, Problem, load_problem, warm_up
 from gaplanner.documents.zoo import zoo_names
+from gaplanner.search.exact import ExactSettings, searchable
+from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.exact.parts import components
-from gaplanner.search.exact.search import ExactSettings, searchable
-from gaplanner.search.exact.search import warm_up as warm_up_exact
 
 #: The core counts the issue's figure asks for.
 CORES = (2, 4)

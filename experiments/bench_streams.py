@@ -39,7 +39,7 @@ from experiments.common import markdown_table, timed
 from experiments.report import write_results
 from gaplanner import GASettings, InputError, Problem
 from gaplanner.problem.problem import problem_from_clocks
-from gaplanner.search.exact.search import warm_up as warm_up_exact
+from gaplanner.search.exact import warm_up as warm_up_exact
 
 try:
     from omnimalloc.allocators import (

@@ -24,7 +24,7 @@ from gaplanner.plans.verify import find_violation, verify
 from gaplanner.problem.loading import load_problem
 from gaplanner.problem.problem import Problem, build_problem
 from gaplanner.registry import ALGORITHMS
-from gaplanner.search.exact.search import ExactSettings
+from gaplanner.search.exact import ExactSettings
 from gaplanner.search.ga import GASettings
 from gaplanner.search.memories.search import DoesNotFit
 from gaplanner.search.random_search import RandomSearchSettings

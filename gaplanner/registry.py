@@ -21,7 +21,7 @@ from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.problem import Problem
 from gaplanner.search.baselines import best_fit_coalescing, first_fit, greedy_size
-from gaplanner.search.exact.search import ExactSettings, exact_search
+from gaplanner.search.exact import ExactSettings, exact_search
 from gaplanner.search.exact.shared_lifetimes import merged_for_exact_search
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck, run_ga
 from gaplanner.search.memories.search import memory_ga, plan_order, spill_greedy, spill_greedy_arena

@@ -19,7 +19,7 @@ from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.problem import Problem
 from gaplanner.registry import ALGORITHMS, Hooks, lookup
-from gaplanner.search.exact.search import ExactSettings
+from gaplanner.search.exact import ExactSettings
 from gaplanner.search.ga import GASettings, ProgressCallback, StopCheck
 from gaplanner.search.random_search import RandomSearchSettings
 

@@ -37,18 +37,8 @@ import numpy as np
 
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.problem.problem import Problem
-from gaplanner.search.exact.search import (
-    ExactSettings,
-    PartsSearch,
-    SearchResult,
-    event_record,
-    exact_search,
-    search_plan,
-    searchable,
-    start_search,
-    usable_cores,
-)  # fmt: skip
-from gaplanner.search.exact.search import warm_up as warm_up_exact
+from gaplanner.search.exact import ExactSearch, SearchResult, event_record, searchable, usable_cores
+from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.search.ga.settings import most_scored_per_generation
 from gaplanner.search.starting_plans import plan_at_bound
@@ -146,7 +136,7 @@ def ga_with_exact(
         return make_plan(
             problem, at_bound.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats
         )
-    search = start_search(problem, started, settings.time_limit)
+    search = ExactSearch.start(problem, started, settings.time_limit)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
         plans = _side_by_side(problem, settings, run_ga, search, trace, requests)
@@ -164,12 +154,8 @@ def ga_with_exact(
     )  # fmt: skip
 
 
-def _exact_turn(problem: Problem, search: PartsSearch, seconds: float, seed: int, **hooks) -> Plan:
-    return exact_search(problem, ExactSettings(time_limit=seconds, seed=seed), search=search, **hooks)
-
-
 def _in_turns(
-    problem: Problem, settings: GASettings, share: float, run_ga: GARunner, search: PartsSearch,
+    problem: Problem, settings: GASettings, share: float, run_ga: GARunner, search: ExactSearch,
     trace: _Trace, should_stop: _StopRequests,
 ) -> list[Plan]:  # fmt: skip
     """Exact probes, the GA from their plan, exact probes from the GA's: the plans of the turns run."""
@@ -178,9 +164,7 @@ def _in_turns(
     def exact(seconds: float, incumbent: np.ndarray | None = None) -> Plan:
         if incumbent is not None:
             search.offer(incumbent)
-        return _exact_turn(
-            problem, search, seconds, settings.seed, on_progress=trace.add, should_stop=should_stop
-        )
+        return search.run_for(seconds, settings.seed, on_progress=trace.add, should_stop=should_stop)
 
     plans = [exact(limit * share / 2)]
     if not _finished(plans[0]):
@@ -208,7 +192,7 @@ class _ExactBeside:
     built there.
     """
 
-    def __init__(self, problem: Problem, search: PartsSearch, deadline: float, quantum: int) -> None:
+    def __init__(self, problem: Problem, search: ExactSearch, deadline: float, quantum: int) -> None:
         self.problem, self.search, self.quantum = problem, search, quantum
         self.done = threading.Event()  # the exact search ended, or the caller asked both to stop
         self.records: queue.SimpleQueue[GenerationRecord] = queue.SimpleQueue()
@@ -227,7 +211,7 @@ class _ExactBeside:
 
     def _run(self, deadline: float) -> None:
         try:
-            self.search._note(self._report)
+            self.search.note(self._report)
             while not self.done.is_set():
                 budget = self.search.nodes + self.quantum
                 self.result = self.search.advance(deadline, self._report, self.done.is_set, nodes=budget)
@@ -260,7 +244,7 @@ class _ExactBeside:
         if peak < self._given:
             self._given = peak
             self.search.post(offsets)
-        found = self.search.result().offsets
+        found = self.search.best_offsets()
         top = int((found + self.problem.sizes).max())
         self._idle.clear()
         self._go.set()
@@ -300,7 +284,7 @@ class _ExactBeside:
         if self.error is not None:
             raise self.error
         assert self.result is not None
-        return search_plan(self.problem, self.search, self.result, [], seed)
+        return self.search.plan(self.result, seed)
 
 
 def exact_quantum(problem: Problem, settings: GASettings) -> int:
@@ -324,7 +308,7 @@ class _StopRequests:
 
 
 def _side_by_side(
-    problem: Problem, settings: GASettings, run_ga: GARunner, search: PartsSearch, trace: _Trace,
+    problem: Problem, settings: GASettings, run_ga: GARunner, search: ExactSearch, trace: _Trace,
     requests: _StopRequests,
 ) -> list[Plan]:  # fmt: skip
     """The GA here and the exact probes on their own thread, both for the whole time limit."""

@@ -11,7 +11,7 @@ from gaplanner import InputError, build_problem, load_problem, parse_document
 from gaplanner.documents.zoo import zoo_document
 from gaplanner.problem.pools import pool_problem, problem_from_pool_document
 from gaplanner.search.baselines import BASELINES
-from gaplanner.search.exact.search import ExactSettings
+from gaplanner.search.exact import ExactSettings
 from gaplanner.solve import solve
 
 

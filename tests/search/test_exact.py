@@ -14,17 +14,12 @@ from gaplanner import build_problem, find_violation, load_problem
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import first_fit
-from gaplanner.search.exact.dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW, Probe, RestartingProbe
+from gaplanner.search.exact import ExactSettings, exact_search, searchable
+from gaplanner.search.exact.dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW
 from gaplanner.search.exact.parts import components, make_part
-from gaplanner.search.exact.search import (
-    LARGE_PART_SECONDS_PER_PAIR,
-    ExactSettings,
-    PartsSearch,
-    RandomTargets,
-    exact_search,
-    incumbent_plan,
-    searchable,
-)
+from gaplanner.search.exact.parts_search import LARGE_PART_SECONDS_PER_PAIR, PartsSearch, RandomTargets
+from gaplanner.search.exact.probes import Probe, RestartingProbe
+from gaplanner.search.exact.search import incumbent_plan
 from gaplanner.solve import solve
 from tests.oracles import brute_force_peaks
 from tests.strategies import graph_documents, interval_problems
@@ -152,12 +147,12 @@ def test_a_large_part_is_searched_only_when_the_time_limit_leaves_room(benchmark
     """Building a large part takes time of its own: under a short limit its plan is kept as given."""
     problem = load_problem(benchmarks / "minimalloc" / "A.1048576.csv")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("gaplanner.search.exact.search.MAX_SECTION_MEMBERS", 0)  # A counts as large
+        patch.setattr("gaplanner.search.exact.parts_search.MAX_SECTION_MEMBERS", 0)  # A counts as large
         pairs = problem.conflicts.edge_count
         assert searchable(problem, seconds=pairs * LARGE_PART_SECONDS_PER_PAIR)
         assert searchable(problem)  # no time limit
         assert not searchable(problem, seconds=pairs * LARGE_PART_SECONDS_PER_PAIR / 2)
-        patch.setattr("gaplanner.search.exact.search.MAX_SEARCHED_PAIRS", pairs - 1)
+        patch.setattr("gaplanner.search.exact.parts_search.MAX_SEARCHED_PAIRS", pairs - 1)
         assert not searchable(problem)
         kept = first_fit(problem)
         plan = exact_search(problem, ExactSettings(time_limit=1.0), incumbent=kept.offsets)

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import gaplanner.search.exact.search
+import gaplanner.search.exact.parts_search
 from gaplanner import find_violation
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import decode
-from gaplanner.search.exact.search import ExactSettings, searchable
+from gaplanner.search.exact import ExactSettings, searchable
 from gaplanner.search.exact.shared_lifetimes import (
     KEPT_TOGETHER,
     merge_shared_lifetimes,
@@ -110,7 +110,7 @@ def pairs_cap(monkeypatch: pytest.MonkeyPatch) -> int:
     assert merged is not None
     whole = int(problem.conflicts.degrees().sum()) // 2
     cap = (whole + int(merged.problem.conflicts.degrees().sum()) // 2) // 2
-    monkeypatch.setattr(gaplanner.search.exact.search, "MAX_SEARCHED_PAIRS", cap)
+    monkeypatch.setattr(gaplanner.search.exact.parts_search, "MAX_SEARCHED_PAIRS", cap)
     return cap
 
 
@@ -132,7 +132,7 @@ def test_the_ga_alone_plans_the_blocks_as_given(pairs_cap, monkeypatch: pytest.M
     def refuse(*args: object) -> None:
         raise AssertionError("the GA alone merged blocks")
 
-    monkeypatch.setattr(sys.modules["gaplanner.solve"], "merged_for_exact_search", refuse)
+    monkeypatch.setattr(sys.modules["gaplanner.registry"], "merged_for_exact_search", refuse)
     plan = solve(problem, "ga", GASettings(time_limit=2.0, seed=1, exact_share=0))
     assert find_violation(problem, plan.offsets, plan.peak) is None
 

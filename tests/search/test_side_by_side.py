@@ -20,7 +20,8 @@ from gaplanner import Problem, find_violation, load_problem
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import first_fit
-from gaplanner.search.exact.search import ExactSettings, PartsSearch, exact_search, usable_cores
+from gaplanner.search.exact import ExactSettings, exact_search, usable_cores
+from gaplanner.search.exact.parts_search import PartsSearch
 from gaplanner.search.ga import GASettings, run_ga
 from gaplanner.solve import solve
 from tests.oracles import brute_force_peaks

@@ -13,7 +13,7 @@ from gaplanner import GASettings, find_violation, load_problem, solve
 from gaplanner.problem.bounds import max_load
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import baseline_plans
-from gaplanner.search.exact.search import ExactSettings
+from gaplanner.search.exact import ExactSettings
 from gaplanner.search.starting_plans import heaviest_instant_blocks, heaviest_instant_first, starting_plans
 from tests.strategies import SETTINGS, interval_problems
 
@@ -60,7 +60,9 @@ def test_beside_the_exact_search_the_gas_plan_at_the_bound_ends_both(monkeypatch
     plan, which it gives the probes as it ends; they hold no plan of their own at the bound here
     (idle, started from first-fit's and greedy-size's plans alone), so only that ends them."""
     from gaplanner.search import side_by_side as hybrid
-    from gaplanner.search.exact.search import PartsSearch, incumbent_plan, usable_cores
+    from gaplanner.search.exact import usable_cores
+    from gaplanner.search.exact.parts_search import PartsSearch
+    from gaplanner.search.exact.search import incumbent_plan
 
     if usable_cores() < 2:
         pytest.skip("side by side needs two cores")
@@ -69,13 +71,17 @@ def test_beside_the_exact_search_the_gas_plan_at_the_bound_ends_both(monkeypatch
         return PartsSearch(problem, incumbent_plan(problem), started, seconds=seconds)
 
     monkeypatch.setattr(PartsSearch, "_round", _idle)
-    monkeypatch.setattr(hybrid, "start_search", without_starting_plans)
+
+    def start(cls, problem, started, seconds):
+        return cls(problem, without_starting_plans(problem, started, seconds))
+
+    monkeypatch.setattr(hybrid.ExactSearch, "start", classmethod(start))
     plan = solve(_small(), "ga", GASettings(time_limit=30.0))
     assert plan.peak == 8 and plan.optimal and plan.elapsed < 10.0
 
 
 def test_in_turns_the_exact_turn_ends_at_once_on_a_starting_plan_at_the_bound(monkeypatch) -> None:
-    from gaplanner.search.exact.search import PartsSearch
+    from gaplanner.search.exact.parts_search import PartsSearch
 
     monkeypatch.setattr(PartsSearch, "_round", _idle)
     plan = solve(_small(), "ga", GASettings(time_limit=30.0, exact_share=0.5))

@@ -22,7 +22,7 @@ import numpy as np
 
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.problem import Problem, interval_problem
-from gaplanner.search.exact.search import searchable
+from gaplanner.search.exact.parts_search import searchable
 
 #: The stop reason of a plan whose search proved it best only with each family kept together.
 KEPT_TOGETHER = "best with blocks of one lifetime kept together"
