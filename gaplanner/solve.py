@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from gaplanner.errors import InputError
+from gaplanner.plans.capacity import FitAnswer, answer_fit, asks_fit, fits_question
 from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.problem import Problem
@@ -93,6 +94,58 @@ def solve(
     chosen.refuse(problem, settings)
     workers = workers if chosen.capabilities.workers else 1
     return chosen.run(problem, settings, Hooks(on_progress, should_stop, workers, ray_address))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What planning an input gives: its plan, and for a does-it-fit question the answer."""
+
+    plan: Plan | MemoryPlan | None
+    fit: FitAnswer | None = None
+
+    @property
+    def fits(self) -> bool:
+        """False only when a does-it-fit question was answered no."""
+        return self.fit is None or self.fit.fits
+
+    def to_dict(self) -> dict[str, Any]:
+        """The answer's JSON when a question was asked, else the plan's."""
+        if self.fit is not None:
+            return self.fit.to_dict()
+        assert self.plan is not None
+        return self.plan.to_dict()
+
+
+def plan_input(
+    problem: Problem,
+    algorithm: str = "ga",
+    settings: GASettings | RandomSearchSettings | ExactSettings | None = None,
+    *,
+    capacity: int | None = None,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+    workers: int | None = 1,
+    ray_address: str | None = None,
+) -> Planned:
+    """:func:`solve`, or the does-it-fit answer (:mod:`gaplanner.plans.capacity`) when the input asks.
+
+    It asks with a ``capacity`` (``gaplanner plan --capacity``), with one
+    memory that has a capacity, or with memories that all have one. The CLI
+    and the service both plan through this.
+    """
+    problem, capacity = fits_question(problem, capacity)
+    where = {"workers": workers, "ray_address": ray_address}
+    if not asks_fit(problem, capacity):
+        plan = solve(problem, algorithm, settings, on_progress=on_progress, should_stop=should_stop, **where)
+        return Planned(plan)
+
+    def solve_one(p: Problem, s: Any, **callbacks: Any) -> Plan | MemoryPlan:
+        return solve(p, algorithm, s, **callbacks, **where)
+
+    answer = answer_fit(
+        problem, capacity, solve_one, settings, on_progress=on_progress, should_stop=should_stop
+    )
+    return Planned(answer.plan, answer)
 
 
 @dataclass(frozen=True)

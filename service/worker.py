@@ -94,25 +94,18 @@ class _Reporter:
 def _plan(
     problem: Any, algorithm: str, settings: Any, hooks: dict[str, Any], options: dict[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
-    """The plan and its JSON, as ``gaplanner plan`` makes them: a does-it-fit question (memories that
-    all have a capacity) is answered, and a plan that does not fit is an error naming why."""
-    from gaplanner.plans.capacity import answer_fit, asks_fit, fits_question
+    """The plan and its JSON, as ``gaplanner plan`` makes them (:func:`gaplanner.solve.plan_input`): a
+    does-it-fit question (memories that all have a capacity) is answered, and a plan that does not fit
+    is an error naming why."""
     from gaplanner.search.memories.search import DoesNotFit
-    from gaplanner.solve import solve
+    from gaplanner.solve import plan_input
 
-    extra = {"workers": options["workers"]} if options.get("workers") is not None else {}
-    problem, capacity = fits_question(problem, None)
-    if not asks_fit(problem, capacity):
-        plan = solve(problem, algorithm, settings, **hooks, **extra)
-        return plan, plan.to_dict()
-
-    def solve_one(p: Any, s: Any, **callbacks: Any) -> Any:
-        return solve(p, algorithm, s, **callbacks, **extra)
-
-    answer = answer_fit(problem, capacity, solve_one, settings, **hooks)
-    if not answer.fits or answer.plan is None:
-        raise DoesNotFit(f"does not fit: {answer.proof or answer.reason}")
-    return answer.plan, answer.to_dict()
+    workers = {"workers": options["workers"]} if options.get("workers") is not None else {}
+    planned = plan_input(problem, algorithm, settings, **hooks, **workers)
+    if not planned.fits or planned.plan is None:
+        assert planned.fit is not None
+        raise DoesNotFit(f"does not fit: {planned.fit.proof or planned.fit.reason}")
+    return planned.plan, planned.to_dict()
 
 
 def job_settings(algorithm: str, options: dict[str, Any]) -> Any:

@@ -1,15 +1,18 @@
-"""Plan files: reading a plan's offsets and memories back, writing plans as text."""
+"""Plan files: reading a plan's offsets and memories back, checking them, writing plans as text."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gaplanner.errors import InputError
+from gaplanner.errors import InputError, PlanError
+from gaplanner.plans.tensor_check import check_tensor_plan
+from gaplanner.plans.verify import find_memory_violation, find_violation
 from gaplanner.problem.loading import _csv_rows, _integer_column, _read_json, _read_text, _resolve
 from gaplanner.problem.problem import Problem
 
@@ -125,3 +128,58 @@ def plan_json(data: dict[str, Any]) -> str:
         ]
     )
     return text.replace(json.dumps(_BLOCKS), "[\n" + rows + "\n  ]", 1)
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """A plan file that holds for its input: its peak (or each memory's and the access cost)."""
+
+    problem: Problem
+    peak: int | None = None
+    peaks: dict[str, int] | None = None
+    cost: float | None = None
+
+    def summary(self) -> str:
+        """One line: what ``gaplanner verify`` prints."""
+        problem = self.problem
+        if self.peaks is not None:
+            return f"valid: {problem.n} blocks, peaks {self.peaks}, cost {self.cost:.6g}"
+        tensors = problem.tensors
+        what = f"{len(tensors.ids)} tensors" if tensors is not None else f"{problem.n} blocks"
+        return f"valid: {what}, peak {self.peak}, lower bound {problem.lower_bound}"
+
+
+def check_plan_file(problem: Problem, source: str | Path) -> PlanCheck:
+    """Check a plan file against its input; :class:`PlanError` naming the first violation.
+
+    Blocks by the rules of :mod:`gaplanner.plans.verify`; for a graph also every
+    tensor by the model's rules (:mod:`gaplanner.plans.tensor_check`); across
+    memories each memory on its own.
+    """
+    if problem.memories is not None:
+        return _check_memory_plan_file(problem, source)
+    offsets = read_offsets(problem, source)
+    violation = find_violation(problem, offsets)
+    if violation is None and problem.document is not None:  # a graph: every tensor, by the model's rules
+        violation = check_tensor_plan(problem.document, problem.rules, read_tensor_offsets(problem, source))
+    if violation is not None:
+        raise PlanError(f"invalid plan: {violation}")
+    return PlanCheck(problem, peak=int((offsets + problem.sizes).max()))
+
+
+def _check_memory_plan_file(problem: Problem, source: str | Path) -> PlanCheck:
+    assert problem.memories is not None
+    offsets, memories = read_offsets(problem, source), read_memories(problem, source)
+    index = {name: m for m, name in enumerate(problem.memories.ids)}
+    unknown = sorted(set(memories.values()) - set(index))
+    if unknown:
+        raise InputError(f"the plan names memory {unknown[0]!r}, which the input does not list", "plan")
+    memory_of = np.array([index.get(memories.get(bid, ""), -1) for bid in problem.ids], np.int64)
+    violation = find_memory_violation(problem, memory_of, offsets)
+    if violation is None and problem.document is not None:
+        tensor_offsets = read_tensor_offsets(problem, source)
+        violation = check_tensor_plan(problem.document, problem.rules, tensor_offsets, memories=memories)
+    if violation is not None:
+        raise PlanError(f"invalid plan: {violation}")
+    peaks = {name: int((offsets + problem.sizes)[memory_of == m].max(initial=0)) for name, m in index.items()}
+    return PlanCheck(problem, peaks=peaks, cost=problem.memories.cost(memory_of))

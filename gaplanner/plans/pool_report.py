@@ -183,3 +183,21 @@ def compare_alone(
     return PoolComparison(
         pool.together, pool.shared, pooled.peak, int(pool.problem.lower_bound), tuple(alone), pooled_cost
     )
+
+
+def read_schedule(path: str) -> list[str]:
+    """A schedule file: one ``MODEL/operator`` per line (blank lines and ``#`` comments skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", "--schedule"
+        ) from None
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def schedule_line(path: str, entry: int) -> int:
+    """The line number of a schedule file's ``entry``-th operator (comments and blank lines skipped)."""
+    lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+    numbered = [k + 1 for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    return numbered[entry]
