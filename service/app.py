@@ -75,36 +75,8 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
-def create_app(settings: ServiceSettings | None = None) -> FastAPI:
-    """The application; its lifespan opens the store and starts the worker pool."""
-    settings = settings or ServiceSettings()
-    state: dict[str, Any] = {}
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = JobStore(settings.db)
-        manager = JobManager(settings, store)
-        manager.start()
-        state.update(store=store, manager=manager)
-        app.state.manager = manager
-        log.info("gaplanner service: %d workers, database %s", settings.workers, settings.db)
-        try:
-            yield
-        finally:
-            manager.stop()
-            store.close()
-
-    app = FastAPI(
-        title="gaplanner",
-        version=VERSION,
-        summary="Static memory plans for deep-learning models, searched by a genetic algorithm and verified.",
-        lifespan=lifespan,
-        docs_url="/docs",
-        redoc_url=None,
-    )
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-
-    # --- errors: one line naming the problem, never a stack trace ----------------------------------
+def _add_error_handlers(app: FastAPI) -> None:
+    """Errors: one line naming the problem, never a stack trace."""
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -142,8 +114,9 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"detail": "internal server error (see the server log)", "field": None}, 500)
 
-    # --- access -------------------------------------------------------------------------------------
 
+def _access(settings: ServiceSettings) -> list[Any]:
+    """The routes' dependencies: the API key, when the server has one."""
     dependencies = []
     if settings.api_key:
         key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The server's API key.")
@@ -166,6 +139,67 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                 )
 
         dependencies.append(Depends(require_key))
+    return dependencies
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The schema, with the request bodies the service parses itself and JSON errors everywhere."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        # The request bodies are parsed by the service itself (off the event loop): add their
+        # schemas, and the library's input document they refer to, as components.
+        _, extra = models_json_schema(
+            [(PlanRequest, "validation"), (CompareRequest, "validation"), (Document, "validation")],
+            ref_template="#/components/schemas/{model}",
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name, definition in extra["$defs"].items():
+            components.setdefault(name, definition)
+        # Every error is JSON (ErrorBody), whatever the route answers when it succeeds.
+        error = {JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                for code, response in operation.get("responses", {}).items():
+                    if code.isdigit() and int(code) >= 400:
+                        response["content"] = error
+        for unused in ("HTTPValidationError", "ValidationError"):
+            components.pop(unused, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+    """The application; its lifespan opens the store and starts the worker pool."""
+    settings = settings or ServiceSettings()
+    state: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = JobStore(settings.db)
+        manager = JobManager(settings, store)
+        manager.start()
+        state.update(store=store, manager=manager)
+        app.state.manager = manager
+        log.info("gaplanner service: %d workers, database %s", settings.workers, settings.db)
+        try:
+            yield
+        finally:
+            manager.stop()
+            store.close()
+
+    app = FastAPI(
+        title="gaplanner",
+        version=VERSION,
+        summary="Static memory plans for deep-learning models, searched by a genetic algorithm and verified.",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+
+    _add_error_handlers(app)
+
+    dependencies = _access(settings)
     unauthorized = error_response(401, "Missing or wrong API key.") if settings.api_key else {}
     v1 = job_router(JobHandlers(settings, state), dependencies, unauthorized)
     app.include_router(v1)
@@ -180,31 +214,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         """The page to plan from (static: it calls the routes above from the browser)."""
         return HTMLResponse(planner_page())
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
-            # The request bodies are parsed by the service itself (off the event loop): add their
-            # schemas, and the library's input document they refer to, as components.
-            _, extra = models_json_schema(
-                [(PlanRequest, "validation"), (CompareRequest, "validation"), (Document, "validation")],
-                ref_template="#/components/schemas/{model}",
-            )
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for name, definition in extra["$defs"].items():
-                components.setdefault(name, definition)
-            # Every error is JSON (ErrorBody), whatever the route answers when it succeeds.
-            error = {JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-            for operations in schema["paths"].values():
-                for operation in operations.values():
-                    for code, response in operation.get("responses", {}).items():
-                        if code.isdigit() and int(code) >= 400:
-                            response["content"] = error
-            for unused in ("HTTPValidationError", "ValidationError"):
-                components.pop(unused, None)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
 

@@ -16,7 +16,6 @@ FUNCTION_LINES = 80
 #: Over the limits today (issue 39 leaves them to split): path or path:function -> lines.
 STILL_OVER: dict[str, int] = {
     "gaplanner/documents/onnx_import.py:import_onnx": 83,
-    "service/app.py:create_app": 131,
 }
 
 
