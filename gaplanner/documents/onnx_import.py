@@ -358,6 +358,32 @@ def _static(value: Any) -> bool:
     return all(dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim)
 
 
+def _inferred_model(
+    onnx: Any, source: str | Path | Any, batch: int | None, dims: Any, fold: bool
+) -> tuple[Any, bool, Any]:
+    """A copy of the model (the caller's is never modified), its dimensions fixed, constants folded,
+    shapes inferred; whether its batch dimension was symbolic, and its inputs' named symbols."""
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        raise InputError(f"the batch size must be a positive integer, got {batch!r}", "batch")
+    model = onnx.ModelProto()
+    model.CopyFrom(_load(onnx, source))
+    _check_topological(model.graph)
+    if dims:
+        _fix_dims(model, dims)
+    if batch is not None:
+        _fix_batch(model, batch)
+    symbolic_batch = _has_symbolic_batch(model)
+    named = _symbols(model.graph.input)
+    if fold:
+        model = fold_constants(model)
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    except Exception as exc:  # InferenceError, ValidationError: the model itself is inconsistent
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"ONNX shape inference failed: {first_line}", "input") from None
+    return model, symbolic_batch, named
+
+
 def import_onnx(
     source: str | Path | Any,
     batch: int | None = None,
@@ -374,24 +400,7 @@ def import_onnx(
     plans the nodes as exported, without folding constants (:func:`fold_constants`).
     """
     onnx = _onnx()
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        raise InputError(f"the batch size must be a positive integer, got {batch!r}", "batch")
-    model = onnx.ModelProto()
-    model.CopyFrom(_load(onnx, source))  # never modify the caller's model
-    _check_topological(model.graph)
-    if dims:
-        _fix_dims(model, dims)
-    if batch is not None:
-        _fix_batch(model, batch)
-    symbolic_batch = _has_symbolic_batch(model)
-    named = _symbols(model.graph.input)
-    if fold:
-        model = fold_constants(model)
-    try:
-        model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
-    except Exception as exc:  # InferenceError, ValidationError: the model itself is inconsistent
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"ONNX shape inference failed: {first_line}", "input") from None
+    model, symbolic_batch, named = _inferred_model(onnx, source, batch, dims, fold)
     graph = model.graph
     values = {v.name: v for v in [*graph.value_info, *graph.input, *graph.output]}
     weights = {init.name for init in graph.initializer}
