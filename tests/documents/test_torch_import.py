@@ -16,6 +16,7 @@ from gaplanner.documents.torch_import import load_exported_program  # noqa: E402
 from gaplanner.search.ga import GASettings  # noqa: E402
 from gaplanner.solve import solve  # noqa: E402
 from tests.documents.test_torch_schedule import Mutating  # noqa: E402
+from tests.torch_models import Block  # noqa: E402
 
 
 class Mixed(torch.nn.Module):
@@ -35,24 +36,6 @@ class Mixed(torch.nn.Module):
         left, right = y.split(16, dim=1)
         values, _ = torch.max(z, dim=1)  # the indices are written and never read
         return z.flatten() + 1, y[:, :4], left * right + self.steps[:16], q, values
-
-
-class Block(torch.nn.Module):
-    """A small pre-norm transformer block (layer norm, attention over 4 heads, GELU MLP)."""
-
-    def __init__(self, dim: int = 32, heads: int = 4) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
-        self.qkv, self.proj = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
-        self.up, self.down = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
-
-    def forward(self, x):
-        b, n, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        attention = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
-        x = x + self.proj((attention @ v).transpose(1, 2).reshape(b, n, d))
-        return x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x))))
 
 
 def export(model, *inputs, **kwargs):

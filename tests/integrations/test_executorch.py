@@ -31,6 +31,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from gaplanner.errors import InputError  # noqa: E402
 from gaplanner.integrations import executorch as et  # noqa: E402
+from tests.torch_models import Block  # noqa: E402
 
 PLAN = functools.partial(et.plan_memory, time_limit=2.0, seed=0)
 
@@ -46,24 +47,6 @@ class MLP(torch.nn.Module):
     def forward(self, x):
         y = torch.relu(self.a(x))
         return self.b(y).reshape(4, -1) + 1, y
-
-
-class Block(torch.nn.Module):
-    """A small pre-norm transformer block: attention over 4 heads and a GELU MLP, both residual."""
-
-    def __init__(self, dim: int = 32, heads: int = 4) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
-        self.qkv, self.proj = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
-        self.up, self.down = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
-
-    def forward(self, x):
-        b, n, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        attention = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
-        x = x + self.proj((attention @ v).transpose(1, 2).reshape(b, n, d))
-        return x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x))))
 
 
 class Accumulator(torch.nn.Module):
