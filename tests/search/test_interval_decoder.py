@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gaplanner import problem_from_arrays
-from gaplanner.problem.problem import Problem
+from gaplanner.problem.problem import Problem, problem_from_arrays
 from gaplanner.search import neighbours
 from gaplanner.search.baselines import first_fit, greedy_size
 from gaplanner.search.decoder import Decoder
