@@ -144,9 +144,9 @@ class PlanCheck:
         problem = self.problem
         if self.peaks is not None:
             return f"valid: {problem.n} blocks, peaks {self.peaks}, cost {self.cost:.6g}"
-        tensors = problem.tensors
-        what = f"{len(tensors.ids)} tensors" if tensors is not None else f"{problem.n} blocks"
-        return f"valid: {what}, peak {self.peak}, lower bound {problem.lower_bound}"
+        # Blocks, as the docs and every other command count them; a graph's tensors were checked too.
+        tensors = f" ({len(problem.tensors.ids)} tensors)" if problem.tensors is not None else ""
+        return f"valid: {problem.n} blocks{tensors}, peak {self.peak}, lower bound {problem.lower_bound}"
 
 
 def check_plan_file(problem: Problem, source: str | Path) -> PlanCheck:
