@@ -80,8 +80,24 @@ MAX_INTEGER = 2**53 - 1
 MAX_TOTAL_BYTES = 2**62
 
 
+def _any_huge_integer(value: Any) -> bool:
+    """Whether parsed JSON holds an integer beyond ±MAX_INTEGER (no paths built: the common case)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INTEGER:
+            return True
+    return False
+
+
 def _huge_integer(value: Any, path: str) -> str | None:
     """The path of the first integer beyond ±MAX_INTEGER in parsed JSON, or None."""
+    if not _any_huge_integer(value):
+        return None
     stack = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -101,7 +117,7 @@ def _total_bytes(document: Document) -> int:
     devices = max((d.alignment for d in document.devices or []), default=1)  # a bound on any device's padding
     for block in blocks:
         size = block.size if isinstance(block, Buffer) else block.nbytes
-        total += size + max(document.alignment, getattr(block, "alignment", None) or 1, devices)
+        total += size + max(document.alignment, block.__dict__.get("alignment") or 1, devices)
     return total
 
 
