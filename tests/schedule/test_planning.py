@@ -37,9 +37,12 @@ def lifetimes(doc: Document, schedule: list[str]) -> dict[str, tuple[int, int]]:
     return {t: (lo, len(schedule) if t in kept else hi) for t, (lo, hi) in span.items()}
 
 
-def byte_groups(doc: Document, times: dict[str, tuple[int, int]], pos: dict[str, int]) -> dict[str, str]:
-    """Tensors that may share bytes: a view with its input; an in-place output with an input whose
-    tensors (with their views) are all read for the last time by the operator writing it."""
+def byte_groups(
+    doc: Document, times: dict[str, tuple[int, int]], pos: dict[str, int], placed: dict[str, tuple[int, int]]
+) -> dict[str, str]:
+    """Tensors that may share bytes: a view with its input; an in-place output with the input it was
+    placed over (``placed``: each tensor's byte range in the plan), if that input's tensors (with their
+    views) are all read for the last time by the operator writing it. Any listed input may be the one."""
     group = {t: t for t in times}
     size = {t.id: t.nbytes for t in doc.tensors or []}
 
@@ -57,7 +60,8 @@ def byte_groups(doc: Document, times: dict[str, tuple[int, int]], pos: dict[str,
             for host in [hosts] if isinstance(hosts, str) else hosts:
                 members = [t for t in times if find(t) == find(host)]
                 dies_here = max(times[t][1] for t in members) == pos[op_id]
-                if dies_here and size[out] <= size[host] and find(out) != find(host):
+                over = placed[out][0] < placed[host][1] and placed[host][0] < placed[out][1]
+                if dies_here and over and size[out] <= size[host] and find(out) != find(host):
                     group[find(out)] = find(host)
                     break
     return {t: find(t) for t in times}
@@ -72,8 +76,9 @@ def check_plan(doc: Document, data: dict) -> None:
         writers = [pos[w.id] for w in doc.operators or [] if set(w.outputs) & set(op.inputs)]
         assert all(w < pos[op.id] for w in writers)
     times = lifetimes(doc, schedule)
-    groups = byte_groups(doc, times, pos)
     rows = {r["id"]: r for r in data["tensors"]}
+    placed = {t: (r["offset"], r["offset"] + r["size"]) for t, r in rows.items()}
+    groups = byte_groups(doc, times, pos, placed)
     ids = sorted(times)
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
