@@ -88,10 +88,11 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
-Integer = Annotated[int, BeforeValidator(_json_integer)]
-PositiveInt = Annotated[Integer, Field(gt=0, le=MAX_INTEGER)]
-Offset = Annotated[Integer, Field(ge=0, le=MAX_INTEGER)]
-Time = Annotated[Integer, Field(ge=-MAX_INTEGER, le=MAX_INTEGER)]
+# The limits come before the JSON-integer check in each Annotated: limits after a BeforeValidator
+# are exported to the JSON Schema as pydantic's own names (gt, le), which no schema tool reads.
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_INTEGER), BeforeValidator(_json_integer)]
+Offset = Annotated[int, Field(ge=0, le=MAX_INTEGER), BeforeValidator(_json_integer)]
+Time = Annotated[int, Field(ge=-MAX_INTEGER, le=MAX_INTEGER), BeforeValidator(_json_integer)]
 
 
 class _Strict(BaseModel):
@@ -103,7 +104,7 @@ class Tensor(_Strict):
 
     id: Identifier
     size: PositiveInt | None = Field(None, description="Size in bytes.")
-    shape: list[Annotated[Integer, Field(ge=0, le=MAX_INTEGER)]] | None = Field(
+    shape: list[Offset] | None = Field(
         None, description="Dimensions; bytes = product(shape) * bytes(dtype)."
     )
     dtype: str | None = Field(None, description=f"One of {', '.join(DTYPE_BYTES)}.")
@@ -155,7 +156,7 @@ class Operator(_Strict):
     id: Identifier
     inputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it reads.")
     outputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it writes.")
-    core: Annotated[Integer, Field(ge=0, le=MAX_INTEGER)] = Field(
+    core: Offset = Field(
         0, description="The core whose program runs it."
     )
     views: dict[Identifier, Identifier] = Field(
