@@ -104,9 +104,7 @@ class Tensor(_Strict):
 
     id: Identifier
     size: PositiveInt | None = Field(None, description="Size in bytes.")
-    shape: list[Offset] | None = Field(
-        None, description="Dimensions; bytes = product(shape) * bytes(dtype)."
-    )
+    shape: list[Offset] | None = Field(None, description="Dimensions; bytes = product(shape) * bytes(dtype).")
     dtype: str | None = Field(None, description=f"One of {', '.join(DTYPE_BYTES)}.")
     alignment: PositiveInt | None = Field(
         None, description="This tensor's offset must be a multiple of it (and of the graph's)."
@@ -156,9 +154,7 @@ class Operator(_Strict):
     id: Identifier
     inputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it reads.")
     outputs: list[Identifier] = Field(default_factory=list, description="Tensor ids it writes.")
-    core: Offset = Field(
-        0, description="The core whose program runs it."
-    )
+    core: Offset = Field(0, description="The core whose program runs it.")
     views: dict[Identifier, Identifier] = Field(
         default_factory=dict,
         description="Outputs that are views of an input ({output: input}): the same bytes, no copy.",
