@@ -174,7 +174,9 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
     started = time.perf_counter()
     plan = run_islands(problem, timed, workers=2)
     ended_by = "lower bound reached" if plan.peak <= problem.lower_bound else "time limit"  # a fast machine
-    assert plan.stop_reason == ended_by and time.perf_counter() - started < 6.0
+    # An endless search ends: the margin is Ray's start-up on a loaded machine, not a timing claim
+    # (how far past its limit a search runs is measured in experiments/, not here).
+    assert plan.stop_reason == ended_by and time.perf_counter() - started < 30.0
 
     calls = []
     endless = GASettings(population=12, generations=None, time_limit=None, stall_generations=10**6, islands=2)
