@@ -96,6 +96,7 @@ def test_the_model_check_agrees_with_the_pairwise_oracle_on_any_offsets(doc, rul
     assert (expected is None) == (found is None), (expected, found)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(graphs_with_aliases())
 def test_the_best_order_reaches_the_optimum_of_the_rules_when_in_place_is_always_taken(doc) -> None:

@@ -61,6 +61,7 @@ def rows_of(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_a_small_grid_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path, GRID)
     results = tmp_path / "out" / "results.csv"
@@ -104,6 +105,7 @@ def _ray_processes(marker: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_without_redoing_finished_cells(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,

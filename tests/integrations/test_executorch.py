@@ -146,6 +146,7 @@ def test_programs_pass_executorch_checks_and_run_like_the_eager_model(name):
     assert arena(program)[1] >= max_load(planned_specs(program))
 
 
+@pytest.mark.slow
 def test_small_mlp_arena_is_its_max_load():
     """Known answer: ExecuTorch's greedy leaves a gap here that gaplanner closes."""
     torch.manual_seed(0)
@@ -327,6 +328,7 @@ def test_random_spec_sets_plan_validly_and_never_above_the_greedy(specs, alignme
     assert all(ours <= theirs for ours, theirs in zip(result.bufsizes, reference.bufsizes, strict=True))
 
 
+@pytest.mark.slow
 def test_the_documented_example_prints_what_it_says(tmp_path, monkeypatch):
     page = Path(__file__).parents[2] / "docs" / "executorch.md"
     blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)

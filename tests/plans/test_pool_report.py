@@ -128,6 +128,7 @@ def test_bad_combinations_are_one_line_and_exit_2(
     assert len(err.strip().splitlines()) == 1 and words in err
 
 
+@pytest.mark.slow
 def test_inputs_with_the_same_memories_pool_and_report_costs(capsys, tmp_path: Path) -> None:
     memories = [{"id": "sram", "capacity": 32, "read_cost": 1}, {"id": "dram", "read_cost": 10}]
     a = write(tmp_path, "a.json", {**chain("a", [16, 16]), "memories": memories})

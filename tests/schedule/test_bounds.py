@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,6 +53,7 @@ def test_a_chain_bound_is_exact() -> None:
     assert live.bound == 8 and live.cut.all()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(graph_documents(max_ops=8), st.sampled_from(["auto", "never"]))
 def test_exact_parts_equal_the_best_order(doc, inplace) -> None:

@@ -26,6 +26,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         yield test_client
 
 
+@pytest.mark.slow
 def test_a_plan_job_searches_the_order(client: TestClient) -> None:
     # a fresh worker may first compile the order search's kernels: minutes on a busy machine
     job = finish(client, submit(client, fan_out(4), schedule="search", algorithm="greedy-size"), 900)

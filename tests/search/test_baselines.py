@@ -26,6 +26,7 @@ def test_baselines_between_lower_bound_and_brute_force(problem) -> None:
     assert best <= BASELINES["first-fit"](problem).peak <= worst
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(graph_documents(max_ops=5))
 def test_graph_baselines_verify_and_respect_the_bound(doc) -> None:

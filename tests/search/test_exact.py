@@ -89,6 +89,7 @@ def splitting_problems(draw: st.DrawFn):
     return problem_from_arrays(sizes, lower, lower + length)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(splitting_problems())
 def test_probes_decide_the_optimum_through_splits_and_twins(problem) -> None:

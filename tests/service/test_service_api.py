@@ -211,6 +211,7 @@ def test_health_reports_queue_depth(client: TestClient) -> None:
     assert {"queue_depth", "running", "version"} <= body.keys()
 
 
+@pytest.mark.slow
 def test_twenty_jobs_in_flight_all_complete_and_verify(client: TestClient) -> None:
     docs = [unreachable_bound_document(30 + i, seed=100 + i) for i in range(20)]
     with ThreadPoolExecutor(20) as pool:  # twenty clients at once
@@ -510,6 +511,7 @@ def test_bad_reads(client: TestClient, path: str, status: int, field: str | None
 # --- access and limits on their own servers ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_api_key_guards_every_route_but_health(tmp_path: Path) -> None:
     app = create_app(settings(tmp_path, api_key="s3cret", workers=1, warm_up=False))
     with TestClient(app) as client:
@@ -535,6 +537,7 @@ def test_api_key_guards_every_route_but_health(tmp_path: Path) -> None:
         assert {s["type"] for s in schemes.values()} == {"apiKey", "http"}
 
 
+@pytest.mark.slow
 def test_full_queue_answers_503(tmp_path: Path) -> None:
     app = create_app(settings(tmp_path, workers=1, max_queue=2))
     with TestClient(app) as client:
@@ -550,6 +553,7 @@ def test_full_queue_answers_503(tmp_path: Path) -> None:
             assert finish(client, location)["status"] == "done"
 
 
+@pytest.mark.slow
 def test_shutdown_requeues_running_jobs_and_restart_runs_them(tmp_path: Path) -> None:
     doc = unreachable_bound_document(seed=9)
     config = settings(tmp_path, workers=1)

@@ -27,6 +27,7 @@ def total(client: TestClient, route: str = "/v1/plans") -> int:
     return client.get(route).json()["total"]
 
 
+@pytest.mark.slow
 def test_a_retry_with_the_same_key_gets_the_same_job_and_survives_a_restart(tmp_path: Path) -> None:
     with TestClient(create_app(settings(tmp_path))) as client:
         first = post(client, "order-17")
@@ -48,6 +49,7 @@ def test_a_retry_with_the_same_key_gets_the_same_job_and_survives_a_restart(tmp_
         assert total(client) == 3
 
 
+@pytest.mark.slow
 def test_the_same_key_with_another_request_or_a_malformed_key_is_422(tmp_path: Path) -> None:
     with TestClient(create_app(settings(tmp_path))) as client:
         assert post(client, "k").status_code == 202
