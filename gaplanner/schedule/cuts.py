@@ -7,10 +7,16 @@ operators run and by operators not yet run (a graph input counts as run, a kept
 output as not yet read) are live. So the bytes live at ``v`` in any order are
 at least those of ``v``'s own blocks plus a minimum cut of the other blocks,
 seen as hyperedges over their operators, between the ancestors and the
-descendants. That holds the bytes the reachability bound misses, such as a
-tensor recomputed by an operator that may run early or late (one of the two
-is live at ``v`` either way). Maximum flow (SciPy) finds the cut; sizes are
-counted in units small enough for its 32-bit capacities, rounding down.
+descendants, the operators run closed under dependencies. Every block a free
+operator touches is in the cut, also one only free operators touch: a chain
+of free operators that turns a saved tensor into another (a training graph's
+backward work that needs no gradient) holds one of its links at ``v``
+whichever of them have run. That holds the bytes the reachability bound
+misses, such as a tensor recomputed by an operator that may run early or late
+(one of the two is live at ``v`` either way). An in-place write at ``v``
+saves its bytes only where a host can die at ``v`` (no descendant reads it).
+Maximum flow (SciPy) finds the cut; sizes are counted in units small enough
+for its 32-bit capacities, rounding down.
 """
 
 from __future__ import annotations
@@ -55,15 +61,28 @@ def cut_bound_at(dag: Dag, blocks: Blocks, owner: np.ndarray, v: int) -> int:
     touches[:, 2] |= blocks.kept
     own = touches[:, 3]
     forced = own | (touches[:, 1] & touches[:, 2])
-    free = ~forced & touches[:, 0] & (touches[:, 1] | touches[:, 2])
-    saving = int(blocks.ip_size[blocks.ip_op == v].sum())
+    free = ~forced & touches[:, 0]
+    saving = _saving(blocks, side, v)
     base = int(blocks.sizes[forced].sum()) - saving
     if not free.any():
         return base
-    return base + _min_cut(blocks, owner, side, free)
+    return base + _min_cut(dag, blocks, owner, side, free)
 
 
-def _min_cut(blocks: Blocks, owner: np.ndarray, side: np.ndarray, free: np.ndarray) -> int:
+def _saving(blocks: Blocks, side: np.ndarray, v: int) -> int:
+    """Bytes ``v`` may write in place: a chance counts where one of its hosts can die at ``v`` in some order
+    (it is not kept and no descendant of ``v`` reads it)."""
+    total = 0
+    for c in np.flatnonzero(blocks.ip_op == v).tolist():
+        for h in blocks.ip_host[blocks.ip_ptr[c] : blocks.ip_ptr[c + 1]].tolist():
+            readers = blocks.acc_op[blocks.acc_ptr[h] : blocks.acc_ptr[h + 1]]
+            if not blocks.kept[h] and not (side[readers] == 2).any():
+                total += int(blocks.ip_size[c])
+                break
+    return total
+
+
+def _min_cut(dag: Dag, blocks: Blocks, owner: np.ndarray, side: np.ndarray, free: np.ndarray) -> int:
     """The lightest set of ``free`` blocks whose removal separates the ancestors from the descendants."""
     chosen = np.flatnonzero(free)
     sizes = blocks.sizes[chosen]
@@ -87,6 +106,10 @@ def _min_cut(blocks: Blocks, owner: np.ndarray, side: np.ndarray, free: np.ndarr
     starts, kept = np.flatnonzero(blocks.from_start[chosen]), np.flatnonzero(blocks.kept[chosen])
     edges.append((np.full(len(starts), source), b_in[starts], None))
     edges.append((b_out[kept], np.full(len(kept), sink), None))
+    # An operator run means its predecessors ran: a free successor on the run side pulls its free predecessor.
+    heads = np.repeat(np.arange(dag.n), np.diff(dag.succ_ptr))
+    both = (side[heads] == 0) & (side[dag.succ_idx] == 0)
+    edges.append((node[dag.succ_idx[both]], node[heads[both]], None))
     rows = np.concatenate([a for a, _, _ in edges])
     cols = np.concatenate([b for _, b, _ in edges])
     caps = np.concatenate([c if c is not None else np.full(len(a), INFINITE) for a, _, c in edges])

@@ -98,3 +98,46 @@ def test_the_cut_bound_sees_a_tensor_recomputed_early_or_late() -> None:
     g = dag.ids.index("g")
     assert surely_live(dag, blocks, topological_order(dag)).load[g] == 2
     assert cut_bound(dag, blocks, np.array([g]), seconds=60) == 10 <= best_order_bound(doc)
+
+
+def test_the_cut_bound_sees_a_chain_of_free_operators() -> None:
+    """x becomes y then z by operators free to run before or after g; one of the three is live at g."""
+    from gaplanner.documents.schema import parse_document
+
+    doc = parse_document(
+        {
+            "tensors": [
+                {"id": t, "size": s} for t, s in [("x", 8), ("y", 8), ("z", 8), ("a", 1), ("b", 1), ("w", 1)]
+            ],
+            "operators": [
+                {"id": "f", "inputs": [], "outputs": ["x", "a"]},
+                {"id": "t1", "inputs": ["x"], "outputs": ["y"]},
+                {"id": "t2", "inputs": ["y"], "outputs": ["z"]},
+                {"id": "g", "inputs": ["a"], "outputs": ["b"]},
+                {"id": "h", "inputs": ["b", "z"], "outputs": ["w"]},
+            ],
+        }
+    )
+    dag = build_dag(doc)
+    blocks = build_blocks(doc)
+    g = dag.ids.index("g")
+    assert cut_bound(dag, blocks, np.array([g]), seconds=60) == 10 <= best_order_bound(doc)
+
+
+def test_an_inplace_write_over_a_tensor_read_later_saves_nothing() -> None:
+    """g may write y over x only where x dies; h reads x after g in every order."""
+    from gaplanner.documents.schema import parse_document
+
+    doc = parse_document(
+        {
+            "tensors": [{"id": t, "size": s} for t, s in [("x", 8), ("y", 8), ("z", 1)]],
+            "operators": [
+                {"id": "f", "inputs": [], "outputs": ["x"]},
+                {"id": "g", "inputs": ["x"], "outputs": ["y"], "inplace": {"y": "x"}},
+                {"id": "h", "inputs": ["x", "y"], "outputs": ["z"]},
+            ],
+        }
+    )
+    dag = build_dag(doc)
+    blocks = build_blocks(doc)
+    assert cut_bound(dag, blocks, np.array([dag.ids.index("g")]), seconds=60) == 16
