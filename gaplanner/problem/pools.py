@@ -130,6 +130,7 @@ def _renamed_operators(model_id: str, doc: Document, rename: Any, core_base: int
                     "views": {rename(o): rename(i) for o, i in op.views.items()},
                     "inplace": {rename(o): h for o, h in zip(hosts, hosts.values(), strict=True)},
                     "core": core_base + op.core,
+                    "after": [f"{model_id}{MODEL_SEP}{a}" for a in op.after],
                 }
             )
         )
@@ -421,10 +422,8 @@ def pool_problem(
     return _pool_buffers(models, together, name)
 
 
-def problem_from_pool_document(
-    data: dict[str, Any], name: str | None = None, rules: Rules | None = None
-) -> Problem:
-    """A problem from a ``{"models": [...], "together": ..., "shared": [...]}`` document."""
+def read_pool_document(data: dict[str, Any]) -> tuple[PoolDocument, list[tuple[str, Document]]]:
+    """A ``{"models": [...], "together": ..., "shared": [...]}`` document and its models' documents."""
     try:
         pool = PoolDocument.model_validate(data)
     except ValidationError as exc:
@@ -437,6 +436,14 @@ def problem_from_pool_document(
         except InputError as exc:
             where = f"models[{k}].document" + (f".{exc.field}" if exc.field else "")
             raise InputError(exc.reason, where) from None
+    return pool, models
+
+
+def problem_from_pool_document(
+    data: dict[str, Any], name: str | None = None, rules: Rules | None = None
+) -> Problem:
+    """A problem from a ``{"models": [...], "together": ..., "shared": [...]}`` document."""
+    pool, models = read_pool_document(data)
     return pool_problem(
         models, pool.together, pool.shared, rules, name or pool.name or "pool", pool.memories, pool.schedule
     )

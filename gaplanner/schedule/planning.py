@@ -19,9 +19,11 @@ from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
 from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
+from gaplanner.problem.pools import read_pool_document
 from gaplanner.problem.problem import Problem, build_problem
 from gaplanner.schedule.apply import apply_schedule
 from gaplanner.schedule.choose import ScheduleResult, ScheduleSettings, search_schedule
+from gaplanner.schedule.interleave import scheduled_pool
 from gaplanner.solve import solve
 
 #: The named schedules; any other value is an order of operator ids.
@@ -84,3 +86,37 @@ def plan_document(
     if schedule == "fixed":
         return plan
     return replace(with_schedule(plan, problem, result), elapsed=time.perf_counter() - began)
+
+
+def plan_pool_document(
+    data: dict[str, Any],
+    algorithm: str = "ga",
+    settings: Any = None,
+    *,
+    schedule: Schedule = "fixed",
+    schedule_settings: ScheduleSettings | None = None,
+    rules: Rules | None = None,
+    **solve_options: Any,
+) -> Plan | MemoryPlan:
+    """Plan a pool document (``{"models": [...], ...}``) in the interleaving ``schedule`` names.
+
+    ``fixed``: the document's own ``schedule``; ``search``: the interleaving of
+    its models (``together: interleaved``) with the lowest bound found, the plan
+    carrying it as ``schedule`` (``MODEL/operator`` ids, as a user gives one)
+    and the certificate; a list of ids: that interleaving
+    (:mod:`gaplanner.schedule.interleave`).
+    """
+    began = time.perf_counter()
+    pool, models = read_pool_document(data)
+    problem, result = scheduled_pool(pool, models, schedule, rules, schedule_settings)
+    plan = solve(problem, algorithm, settings, **solve_options)
+    if result is None:
+        return plan
+    return replace(with_interleaving(plan, result), elapsed=time.perf_counter() - began)
+
+
+def with_interleaving(plan: Plan | MemoryPlan, result: ScheduleResult) -> Plan:
+    """A pool's plan carrying its searched interleaving (``MODEL/operator`` ids) and certificate."""
+    if not isinstance(plan, Plan):
+        raise InputError("an order is planned in one arena", "schedule")
+    return replace(plan, schedule=result.order, certificate=result)

@@ -312,3 +312,16 @@ def test_a_pooled_model_moves_the_bytes_it_moves_alone(keep_outputs: bool) -> No
     # each tensor written once; read by its reader, and t2 (the output) once by the caller
     assert (alone.write_bytes.sum(), alone.read_bytes.sum()) == (28, 28)
     assert (pooled.write_bytes.sum(), pooled.read_bytes.sum()) == (56, 56)
+
+
+def test_a_models_after_edges_name_its_own_operators_in_the_pool() -> None:
+    doc = {
+        "tensors": [{"id": "x", "size": 4}, {"id": "y", "size": 4}],
+        "operators": [{"id": "op0", "outputs": ["x"]}, {"id": "op1", "outputs": ["y"], "after": ["op0"]}],
+    }
+    problem = problem_from_pool_document(
+        {"models": [{"id": "a", "document": doc}, {"id": "b", "document": doc}]}
+    )
+    after = {op.id: op.after for op in problem.document.operators}
+    assert after["a/op1"] == ["a/op0"] and after["b/op1"] == ["b/op0"]
+    assert problem.lower_bound == 8  # x and y kept as a's outputs, then b's
