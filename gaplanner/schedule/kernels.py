@@ -13,6 +13,11 @@ from gaplanner.schedule.bounds import _surely_live
 from gaplanner.schedule.exact import _part_dp
 from gaplanner.schedule.memory import _live_bytes, _peak_and_count
 
+#: Share of the drags that go anywhere in the order rather than nearby: in a training graph the saving
+#: moves are long ones (a tensor's gradient-free backward work done in the forward pass, so a small
+#: result is saved instead of its large input; or forward work only the backward reads, run there).
+LONG_DRAGS = 0.25
+
 
 @nb.njit(cache=True, nogil=True)
 def decode_keys(
@@ -169,8 +174,9 @@ def local_search(
 
     Half the moves take one operator elsewhere within its legal window; the
     others drag an operator earlier with the ones it depends on in between, or
-    later with those depending on it. Half take an operator running near the
-    peak. Returns the final (peak, positions at peak).
+    later with those depending on it, mostly nearby and now and then anywhere
+    (``LONG_DRAGS``). Half take an operator running near the peak. Returns the
+    final (peak, positions at peak).
     """
     np.random.seed(seed)
     n = len(order)
@@ -205,7 +211,10 @@ def local_search(
                 dst += 1
             _move(order, pos, src, dst)
         else:
-            reach = min(n - 1, 2 + int(np.random.exponential(16.0)))
+            if np.random.random() < LONG_DRAGS:  # a group carried across the graph
+                reach = 2 + np.random.randint(n)
+            else:
+                reach = min(n - 1, 2 + int(np.random.exponential(16.0)))
             dst = src - reach if kind == 2 else src + reach
             dst = min(n - 1, max(0, dst))
             if dst == src:
