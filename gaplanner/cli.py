@@ -24,10 +24,12 @@ from gaplanner.plans.files import check_plan_file, plan_json, write_text
 from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import GenerationRecord, Plan
 from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs, read_schedule, schedule_line
-from gaplanner.problem.loading import load_document, load_problem
+from gaplanner.problem.loading import load_document, load_pool_data, load_problem
+from gaplanner.problem.pools import read_pool_document
 from gaplanner.problem.problem import Problem
 from gaplanner.schedule import ScheduleResult, ScheduleSettings
-from gaplanner.schedule.planning import scheduled_problem, with_schedule
+from gaplanner.schedule.interleave import scheduled_pool
+from gaplanner.schedule.planning import scheduled_problem, with_interleaving, with_schedule
 from gaplanner.solve import Planned, compare, plan_input, settings_for, solve
 
 Handler = Callable[[argparse.Namespace], int]
@@ -122,29 +124,59 @@ def _pool(args: argparse.Namespace) -> Pool | None:
         if args.shared:
             raise InputError("shared tensors apply to a pool of models; add --together", "--shared")
         return None
-    if args.schedule == "search":
-        raise InputError(
-            "a pool's interleaving is given as a FILE; searching it is not supported", "--schedule"
-        )
-    schedule = read_schedule(args.schedule) if args.schedule not in (None, "fixed") else None
+    schedule = _schedule_option(args)
     try:
-        return pool_inputs(inputs, together, args.shared or (), _rules(args), schedule, **_shapes(args))
+        return pool_inputs(
+            inputs, together, args.shared or (), _rules(args), schedule, **_shapes(args),
+            schedule_settings=_order_settings(args),
+        )  # fmt: skip
     except InputError as exc:  # name the flag: "--shared: no model has a tensor 'kv'"
-        field = exc.field or ""
         flags = {"shared": "--shared", "together": "--together", "batch": "--batch", "dims": "--dim"}
-        flag = flags.get(field)
-        if field.startswith("schedule[") and args.schedule:  # "schedule[3]" is the file's fourth entry
-            flag = f"{args.schedule} (line {schedule_line(args.schedule, int(field[9:-1]))})"
-        elif field == "schedule":
-            flag = "--schedule"
-        raise InputError(exc.reason, flag or exc.field) from None
+        raise _schedule_flag(args, exc, flags) from None
 
 
-def _single_problem(args: argparse.Namespace) -> tuple[Problem, ScheduleResult | None]:
-    """One input's problem, its operators in the order ``--schedule`` names (and the search's result)."""
+def _schedule_option(args: argparse.Namespace) -> str | list[str] | None:
+    """``--schedule``: search, a FILE's operator ids, or None (fixed)."""
+    if args.schedule in (None, "fixed"):
+        return None
+    return args.schedule if args.schedule == "search" else read_schedule(args.schedule)
+
+
+def _order_settings(args: argparse.Namespace) -> ScheduleSettings:
+    return ScheduleSettings() if args.seed is None else ScheduleSettings(seed=args.seed)
+
+
+def _schedule_flag(args: argparse.Namespace, exc: InputError, flags: dict[str, str]) -> InputError:
+    """An error about the schedule told as ``--schedule`` or the FILE's line; other fields by ``flags``."""
+    field = exc.field or ""
+    flag = flags.get(field)
+    if field.startswith("schedule[") and args.schedule not in (None, "fixed", "search"):
+        flag = f"{args.schedule} (line {schedule_line(args.schedule, int(field[9:-1]))})"
+    elif field == "schedule":
+        flag = "--schedule"
+    return InputError(exc.reason, flag or exc.field)
+
+
+def _pool_document(
+    args: argparse.Namespace, data: dict[str, Any], name: str
+) -> tuple[Problem, ScheduleResult | None]:
+    """A pool document's problem in the interleaving ``--schedule`` names, and the search's result."""
+    pool, models = read_pool_document(data)
+    try:
+        return scheduled_pool(pool, models, _schedule_option(args) or "fixed", _rules(args),
+                              _order_settings(args), name)  # fmt: skip
+    except InputError as exc:
+        raise _schedule_flag(args, exc, {}) from None
+
+
+def _single_problem(args: argparse.Namespace) -> tuple[Problem, ScheduleResult | None, bool]:
+    """One input's problem, its operators in the order ``--schedule`` names (and the search's result);
+    true if the input is a pool of models (its order: their interleaving)."""
     source = (args.input or [DEFAULT_INPUT])[0]
     if args.schedule in (None, "fixed"):
-        return _load(args, source), None
+        return _load(args, source), None, False
+    if (pool_data := load_pool_data(source)) is not None:
+        return (*_pool_document(args, *pool_data), True)
     try:
         document = load_document(source, **_shapes(args))
     except InputError as exc:
@@ -153,8 +185,7 @@ def _single_problem(args: argparse.Namespace) -> tuple[Problem, ScheduleResult |
         raise InputError("a buffer list has no operators to order", "--schedule")
     schedule = args.schedule if args.schedule == "search" else read_schedule(args.schedule)
     try:
-        order_settings = ScheduleSettings() if args.seed is None else ScheduleSettings(seed=args.seed)
-        return scheduled_problem(document, schedule, _rules(args), order_settings)
+        return (*scheduled_problem(document, schedule, _rules(args), _order_settings(args)), False)
     except InputError as exc:  # "schedule[3]" is the file's fourth entry
         if args.schedule == "search" or not (exc.field or "").startswith("schedule"):
             raise
@@ -181,7 +212,10 @@ def _plan(args: argparse.Namespace) -> int:
     """The plan (exit 0), or for a does-it-fit question the answer (exit 0 fits, 3 does not)."""
     _check_write_model(args)
     pool = _pool(args)
-    problem, searched = (pool.problem, None) if pool is not None else _single_problem(args)
+    if pool is not None:
+        problem, searched, pooled = pool.problem, pool.certificate, True
+    else:
+        problem, searched, pooled = _single_problem(args)
     settings = _settings(args, args.algorithm)
     progress = ProgressLine(problem.lower_bound, args.quiet)
     try:
@@ -194,7 +228,9 @@ def _plan(args: argparse.Namespace) -> int:
             )  # fmt: skip
     finally:
         progress.close()
-    if planned.fit is None and pool is None and args.schedule not in (None, "fixed"):
+    if planned.fit is None and pooled and searched is not None:  # the interleaving as MODEL/operator ids
+        planned = replace(planned, plan=with_interleaving(planned.plan, searched))
+    elif planned.fit is None and not pooled and args.schedule not in (None, "fixed"):
         planned = replace(planned, plan=with_schedule(planned.plan, problem, searched))
     return _print_planned(args, planned, pool, problem)
 

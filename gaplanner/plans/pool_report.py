@@ -22,6 +22,8 @@ from gaplanner.plans.plan import Plan
 from gaplanner.problem.loading import EXAMPLE_PREFIX, load_document
 from gaplanner.problem.pools import pool_problem
 from gaplanner.problem.problem import Problem, build_problem
+from gaplanner.schedule.choose import ScheduleResult, ScheduleSettings
+from gaplanner.schedule.interleave import check_interleavable, search_interleaving
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,6 +34,8 @@ class Pool:
     shared: tuple[str, ...]
     problem: Problem
     models: tuple[tuple[str, Problem], ...]
+    #: with a searched interleaving: it (``order``) and its certificate
+    certificate: ScheduleResult | None = None
 
 
 @dataclass(frozen=True)
@@ -123,14 +127,17 @@ def pool_inputs(
     together: str = "sequential",
     shared: Sequence[str] = (),
     rules: Rules | None = None,
-    schedule: Sequence[str] | None = None,
+    schedule: str | Sequence[str] | None = None,
     batch: int | None = None,
     dims: Mapping[str, int] | None = None,
+    schedule_settings: ScheduleSettings | None = None,
 ) -> Pool:
     """Each input as one model (ids from their names), pooled.
 
-    See :func:`gaplanner.problem.pools.pool_problem`. ``batch``, ``dims``: the
-    symbolic dimensions of the ONNX inputs among them.
+    See :func:`gaplanner.problem.pools.pool_problem`; ``schedule``: the
+    interleaving (``MODEL/operator`` ids), or ``search`` for the one with the
+    lowest bound found (:mod:`gaplanner.schedule.interleave`). ``batch``,
+    ``dims``: the symbolic dimensions of the ONNX inputs among them.
     """
     if not sources:
         raise InputError("give at least one input to pool", "input")
@@ -162,12 +169,17 @@ def pool_inputs(
     ids = _unique([model_id(s) for s in sources])
     models = list(zip(ids, documents, strict=True))
     name = "+".join(ids)
+    certificate = None
     try:
-        pooled = pool_problem(models, together, shared, rules, name, schedule=schedule)
+        if schedule == "search":
+            check_interleavable(together, None)
+            pooled, certificate = search_interleaving(models, shared, rules, schedule_settings, name=name)
+        else:
+            pooled = pool_problem(models, together, shared, rules, name, schedule=schedule)
         alone = tuple((i, build_problem(doc, i, rules)) for i, doc in models)
     except InputError as exc:
         raise _name_input(exc, sources) from None
-    return Pool(together, tuple(shared), pooled, alone)
+    return Pool(together, tuple(shared), pooled, alone, certificate)
 
 
 def compare_alone(

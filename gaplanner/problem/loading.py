@@ -351,6 +351,18 @@ def _buffer_document(problem: Problem) -> Document:
     return parse_document({"name": problem.name, "buffers": buffers})
 
 
+def load_pool_data(source: str | Path) -> tuple[dict[str, Any], str] | None:
+    """The pool document ``source`` names (JSON with ``models``) and its name, or None for any other input."""
+    if str(source).startswith(ZOO_PREFIX):
+        return None
+    path = _resolve(source)
+    if path.suffix.lower() in MODEL_SUFFIXES or _plain_name(path).lower().endswith(".csv"):
+        return None
+    data = _read_json(path)
+    pooled = isinstance(data, dict) and "models" in data
+    return (data, _plain_name(path).rsplit(".", 1)[0]) if pooled else None
+
+
 def load_document(
     source: str | Path, *, batch: int | None = None, dims: Mapping[str, int] | None = None
 ) -> Document:

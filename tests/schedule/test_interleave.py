@@ -9,7 +9,9 @@ bounds and lifetimes with the order oracles, not with the pool's code.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -26,6 +28,7 @@ from tests.schedule.graphs import graph_documents
 from tests.schedule.oracle import order_bound
 from tests.schedule.test_planning import byte_groups, lifetimes
 from tests.strategies import SETTINGS
+from tests.test_cli import run, write
 
 QUICK = ScheduleSettings(evaluations=2000, cut_seconds=0.2)
 
@@ -205,3 +208,77 @@ def test_pools_that_cannot_be_searched_are_one_clear_error(fields: dict, field: 
             pool_data(models, **fields), "greedy-size", schedule="search", schedule_settings=QUICK
         )
     assert caught.value.field == field
+
+
+def two_chains() -> list[tuple[str, Document]]:
+    return [
+        ("a", parse_document(chain("a", [16, 64, 16, 8]))),
+        ("b", parse_document(chain("b", [32, 8, 32, 4]))),
+    ]
+
+
+def test_the_cli_searches_a_pool_documents_interleaving_and_takes_it_back_as_a_file(
+    capsys, tmp_path: Path
+) -> None:
+    pool = write(tmp_path, "pool.json", pool_data(two_chains()))
+    quick = ("--algorithm", "greedy-size", "-q")
+    code, out, err = run(capsys, "plan", pool, "--schedule", "search", *quick)
+    assert code == 0, err
+    searched = json.loads(out)
+    assert searched["certificate"]["given_bound"] == 112 and searched["lower_bound"] == 80
+    pooled, models = pooled_by_hand(two_chains()), two_chains()
+    assert_plan_keeps_live_tensors_apart(pooled, full_order(models, searched["schedule"]), searched)
+    order = write(tmp_path, "order.txt", "# searched\n" + "\n".join(searched["schedule"]) + "\n")
+    code, out, err = run(capsys, "plan", pool, "--schedule", order, *quick)
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["lower_bound"] == searched["lower_bound"] and again["peak"] == searched["peak"]
+    assert [t["id"] for t in again["tensors"]] == [t["id"] for t in searched["tensors"]]
+
+
+def test_the_cli_searches_the_interleaving_of_separate_inputs(capsys, tmp_path: Path) -> None:
+    a = write(tmp_path, "a.json", chain("a", [16, 64, 16, 8]))
+    b = write(tmp_path, "b.json", chain("b", [32, 8, 32, 4]))
+    code, out, err = run(
+        capsys,
+        "plan",
+        a,
+        b,
+        "--together",
+        "interleaved",
+        "--schedule",
+        "search",
+        "--algorithm",
+        "greedy-size",
+        "-q",
+    )
+    assert code == 0, err
+    plan = json.loads(out)
+    assert_valid_interleaving(two_chains(), plan["schedule"])
+    assert plan["peak"] == plan["lower_bound"] == plan["certificate"]["chosen_bound"] == 80
+    assert plan["pool"]["together"] == "interleaved"
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (
+            ["A", "B", "--together", "--schedule", "search"],
+            "--together: an interleaving is searched for models",
+        ),
+        (["A", "B", "--concurrent", "--schedule", "search"], "--together: an interleaving is searched"),
+        (["P", "--schedule", "search"], "together: an interleaving is searched for models run 'interleaved'"),
+        (["Q", "--schedule", "S"], "s.txt (line 2): no operator 'b/op9'"),
+    ],
+)
+def test_the_cli_refuses_what_it_cannot_interleave_in_one_line(capsys, tmp_path: Path, argv, words) -> None:
+    names = {
+        "A": write(tmp_path, "a.json", chain("a", [16])),
+        "B": write(tmp_path, "b.json", chain("b", [16])),
+        "P": write(tmp_path, "p.json", {**pool_data(two_chains()), "together": "sequential"}),
+        "Q": write(tmp_path, "q.json", pool_data(two_chains())),
+        "S": write(tmp_path, "s.txt", "a/op0\nb/op9\n"),
+    }
+    code, out, err = run(capsys, "plan", *[names.get(a, a) for a in argv], "--algorithm", "first-fit")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and words in err, err
