@@ -58,6 +58,15 @@ SPECS: tuple[GraphSpec, ...] = (
     GraphSpec(
         "randwire_infer", "randwire", False, "randomly wired net (3 x 24 nodes), batch 4, 64x64 (inference)"
     ),
+    GraphSpec(
+        "densenet_train", "densenet", True, "DenseNet-BC, 3 blocks of 4 layers, growth 12, batch 8, 32x32"
+    ),
+    GraphSpec(
+        "xception_infer", "xception", False, "Xception's flows at its widths, batch 2, 128x128 (inference)"
+    ),
+    GraphSpec(
+        "inception_infer", "inception", False, "six Inception-style blocks, batch 4, 64x64 (inference)"
+    ),
 )
 
 

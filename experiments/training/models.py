@@ -76,13 +76,15 @@ class _InvertedResidual(nn.Module):
         return x + self.body(x) if self.residual else self.body(x)
 
 
-def mobilenet_v2(batch: int = 8, size: int = 64) -> tuple[nn.Module, tuple[Any, ...]]:
-    """MobileNetV2's inverted residual blocks at half width."""
+MOBILENET_STAGES = ((1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 3, 2), (6, 32, 4, 2), (6, 48, 3, 1), (6, 80, 3, 2))
+
+
+def mobilenet_v2(batch: int = 8, size: int = 64, stages: int = 6) -> tuple[nn.Module, tuple[Any, ...]]:
+    """MobileNetV2's inverted residual blocks at half width (its first ``stages`` stages)."""
     generator = _seeded()
-    settings = ((1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 3, 2), (6, 32, 4, 2), (6, 48, 3, 1), (6, 80, 3, 2))
     layers: list[nn.Module] = [_conv_bn(3, 16, 3, 2), nn.ReLU6()]
     cin = 16
-    for expand, cout, repeats, stride in settings:
+    for expand, cout, repeats, stride in MOBILENET_STAGES[:stages]:
         for j in range(repeats):
             layers.append(_InvertedResidual(cin, cout, stride if j == 0 else 1, expand))
             cin = cout
@@ -145,7 +147,15 @@ class _Loss(nn.Module):
         return (self.model(**dict(zip(self.names, args, strict=True))).loss,)
 
 
-_SMALL = {"num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 512}
+def _small(layers: int, width: int) -> dict[str, int]:
+    return {
+        "num_hidden_layers": layers,
+        "hidden_size": width,
+        "num_attention_heads": 4,
+        "intermediate_size": 4 * width,
+    }
+
+
 _NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 
 
@@ -155,14 +165,16 @@ def _eager(config: Any) -> Any:
     return config
 
 
-def gpt2(batch: int = 4, tokens: int = 128) -> tuple[nn.Module, tuple[Any, ...]]:
+def gpt2(
+    batch: int = 4, tokens: int = 128, layers: int = 4, width: int = 128
+) -> tuple[nn.Module, tuple[Any, ...]]:
     """A 4-layer GPT-2 of width 128, causal-LM loss; embeddings untied (export needs a gradient per
     parameter)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     generator = _seeded()
     config = GPT2Config(
-        n_layer=4, n_embd=128, n_head=4, n_positions=tokens, vocab_size=2000, use_cache=False,
+        n_layer=layers, n_embd=width, n_head=4, n_positions=tokens, vocab_size=2000, use_cache=False,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=False,
     )  # fmt: skip
     ids = torch.randint(0, 2000, (batch, tokens), generator=generator)
@@ -170,24 +182,28 @@ def gpt2(batch: int = 4, tokens: int = 128) -> tuple[nn.Module, tuple[Any, ...]]
     return model.train(), (ids, ids.clone())
 
 
-def bert(batch: int = 8, tokens: int = 128) -> tuple[nn.Module, tuple[Any, ...]]:
+def bert(
+    batch: int = 8, tokens: int = 128, layers: int = 4, width: int = 128
+) -> tuple[nn.Module, tuple[Any, ...]]:
     """A 4-layer BERT of width 128, sequence classification over 4 labels."""
     from transformers import BertConfig, BertForSequenceClassification
 
     generator = _seeded()
-    config = BertConfig(vocab_size=2000, num_labels=4, **_SMALL, **_NO_DROPOUT)
+    config = BertConfig(vocab_size=2000, num_labels=4, **_small(layers, width), **_NO_DROPOUT)
     ids = torch.randint(0, 2000, (batch, tokens), generator=generator)
     labels = torch.randint(0, 4, (batch,), generator=generator)
     model = _Loss(BertForSequenceClassification(_eager(config)), ("input_ids", "labels"))
     return model.train(), (ids, labels)
 
 
-def vit(batch: int = 8, size: int = 64) -> tuple[nn.Module, tuple[Any, ...]]:
+def vit(
+    batch: int = 8, size: int = 64, layers: int = 4, width: int = 128
+) -> tuple[nn.Module, tuple[Any, ...]]:
     """A 4-layer ViT of width 128 on 64x64 images in 8x8 patches, 10 classes."""
     from transformers import ViTConfig, ViTForImageClassification
 
     generator = _seeded()
-    config = ViTConfig(image_size=size, patch_size=8, num_labels=10, **_SMALL, **_NO_DROPOUT)
+    config = ViTConfig(image_size=size, patch_size=8, num_labels=10, **_small(layers, width), **_NO_DROPOUT)
     images = torch.randn(batch, 3, size, size, generator=generator)
     labels = torch.randint(0, 10, (batch,), generator=generator)
     model = _Loss(ViTForImageClassification(_eager(config)), ("pixel_values", "labels"))
@@ -318,3 +334,99 @@ def randwire_training(batch: int = 4, size: int = 32) -> tuple[nn.Module, tuple[
     generator = _seeded()
     model = _Trained(_RandWireNet()).train()
     return model, _image_batch(batch, size, 10, generator)
+
+
+def _separable(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.ReLU(),
+        nn.Conv2d(cin, cin, 3, 1, 1, groups=cin, bias=False),
+        nn.Conv2d(cin, cout, 1, bias=False),
+        nn.BatchNorm2d(cout),
+    )
+
+
+class _XceptionBlock(nn.Module):
+    """Separable convolutions, then a strided max-pool and a strided 1x1 shortcut, or an identity one."""
+
+    def __init__(self, cin: int, cout: int, repeats: int, stride: int) -> None:
+        super().__init__()
+        layers = [_separable(cin if k == 0 else cout, cout) for k in range(repeats)]
+        self.body = nn.Sequential(*layers, *([nn.MaxPool2d(3, stride, 1)] if stride > 1 else []))
+        self.skip = _conv_bn(cin, cout, 1, stride) if stride > 1 or cin != cout else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x) + self.skip(x)
+
+
+def xception(batch: int = 2, size: int = 128) -> tuple[nn.Module, tuple[Any, ...]]:
+    """Xception's entry, middle (eight blocks) and exit flows at its own widths (inference)."""
+    generator = _seeded()
+    blocks = (
+        [(64, 128, 2, 2), (128, 256, 2, 2), (256, 728, 2, 2)] + [(728, 728, 3, 1)] * 8 + [(728, 1024, 2, 2)]
+    )
+    layers: list[nn.Module] = [_conv_bn(3, 32, 3, 2), nn.ReLU(), _conv_bn(32, 64), nn.ReLU()]
+    layers += [_XceptionBlock(*spec) for spec in blocks]
+    layers += [_separable(1024, 1536), _separable(1536, 2048), nn.ReLU()]
+    head = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 10))
+    return head.eval(), (torch.randn(batch, 3, size, size, generator=generator),)
+
+
+class _InceptionBlock(nn.Module):
+    """Four branches (1x1; 1x1 then 3x3; 1x1 then two 3x3; pooling then 1x1), concatenated."""
+
+    def __init__(self, cin: int, width: int) -> None:
+        super().__init__()
+        self.one = _conv_bn(cin, width, 1)
+        self.three = nn.Sequential(_conv_bn(cin, width, 1), nn.ReLU(), _conv_bn(width, width))
+        self.five = nn.Sequential(
+            _conv_bn(cin, width // 2, 1),
+            nn.ReLU(),
+            _conv_bn(width // 2, width),
+            nn.ReLU(),
+            _conv_bn(width, width),
+        )
+        self.pool = nn.Sequential(nn.AvgPool2d(3, 1, 1), _conv_bn(cin, width, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(torch.cat([self.one(x), self.three(x), self.five(x), self.pool(x)], dim=1))
+
+
+def inception(batch: int = 4, size: int = 64) -> tuple[nn.Module, tuple[Any, ...]]:
+    """Six Inception-style blocks in two stages, a max-pool between (inference)."""
+    generator = _seeded()
+    layers: list[nn.Module] = [_conv_bn(3, 64, 3, 2), nn.ReLU()]
+    for k in range(6):
+        layers += [nn.MaxPool2d(3, 2, 1)] if k == 3 else []
+        layers.append(_InceptionBlock(64 if k == 0 else 128, 32))
+    head = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+    return head.eval(), (torch.randn(batch, 3, size, size, generator=generator),)
+
+
+class _DenseLayer(nn.Module):
+    def __init__(self, cin: int, growth: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 4 * growth, 1, bias=False),
+            nn.BatchNorm2d(4 * growth), nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, 1, 1, bias=False),
+        )  # fmt: skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, self.body(x)], dim=1)
+
+
+def densenet(batch: int = 8, size: int = 32) -> tuple[nn.Module, tuple[Any, ...]]:
+    """DenseNet-BC: three dense blocks of four layers, growth 12, transitions halving the channels."""
+    generator = _seeded()
+    width = 24
+    layers: list[nn.Module] = [nn.Conv2d(3, width, 3, 1, 1, bias=False)]
+    for block in range(3):
+        for _ in range(4):
+            layers.append(_DenseLayer(width, 12))
+            width += 12
+        if block < 2:
+            layers += [nn.BatchNorm2d(width), nn.ReLU(), nn.Conv2d(width, width // 2, 1, bias=False)]
+            layers.append(nn.AvgPool2d(2))
+            width //= 2
+    layers += [nn.BatchNorm2d(width), nn.ReLU()]
+    model = _Classifier(nn.Sequential(*layers), width, 10)
+    return model.train(), _image_batch(batch, size, 10, generator)
