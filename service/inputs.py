@@ -19,12 +19,13 @@ from gaplanner.documents.schema import Buffer, Document, error_message, parse_do
 from gaplanner.documents.zoo import ZOO_PREFIX, zoo_document
 from gaplanner.errors import InputError
 from gaplanner.plans.capacity import fits_question
-from gaplanner.problem.loading import load_document, load_problem
-from gaplanner.problem.pools import problem_from_pool_document
+from gaplanner.problem.loading import load_document, load_pool_data, load_problem
+from gaplanner.problem.pools import PoolDocument, problem_from_pool_document, read_pool_document
 from gaplanner.problem.problem import build_problem
 from gaplanner.registry import lookup
 from gaplanner.schedule.choose import given_order
 from gaplanner.schedule.dag import build_dag
+from gaplanner.schedule.interleave import check_interleavable, given_interleaving
 from gaplanner.solve import settings_for
 from service.config import ServiceSettings
 from service.errors import ApiError
@@ -135,13 +136,16 @@ def rules_from_options(options: dict[str, Any]) -> Rules:
     )
 
 
-def _problem(kind: str, graph: Any, settings: ServiceSettings, rules: Rules, algorithm: str):
+def _problem(
+    kind: str, graph: Any, settings: ServiceSettings, rules: Rules, algorithm: str, searched: bool = False
+):
     """The problem of a request's ``graph``, with the server's limits applied first.
 
     A document with ``memories`` is planned across them (plan jobs only; a
     comparison plans one arena), by an algorithm that plans across memories.
+    ``searched``: the order is searched (a pool's interleaving need not be given).
     """
-    problem = _one_arena_problem(graph, settings, rules)
+    problem = _one_arena_problem(graph, settings, rules, searched)
     if problem.memories is None:
         return problem
     if kind == "compare":
@@ -157,7 +161,7 @@ def _problem(kind: str, graph: Any, settings: ServiceSettings, rules: Rules, alg
     return problem
 
 
-def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules):
+def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules, searched: bool = False):
     try:
         if isinstance(graph, str):
             if not graph.startswith(NAME_PREFIXES):
@@ -177,7 +181,7 @@ def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules):
         if (path := _huge_integer(graph, "graph")) is not None:
             raise ApiError(422, f"integers must lie within ±{MAX_INTEGER} (2**53 - 1)", path)
         if isinstance(graph, dict) and "models" in graph:
-            return _pool_problem(graph, settings, rules)
+            return _pool_problem(graph, settings, rules, searched)
         document = parse_document(graph)
         _check_blocks(document.block_count, "graph", settings)
         _check_total(
@@ -190,13 +194,20 @@ def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules):
         raise ApiError(422, "the document is nested too deeply", "graph") from None
 
 
-def _pool_problem(graph: dict[str, Any], settings: ServiceSettings, rules: Rules):
-    """Several models in one pool (a ``models`` document), within the limits one document has."""
+def _pool_problem(graph: dict[str, Any], settings: ServiceSettings, rules: Rules, searched: bool = False):
+    """Several models in one pool (a ``models`` document), within the limits one document has; with
+    ``searched``, interleaved models run in their given interleaving (round robin without one)."""
     models = graph["models"] if isinstance(graph["models"], list) else []
     documents = [m["document"] for m in models if isinstance(m, dict) and isinstance(m.get("document"), dict)]
     _check_blocks(sum(_raw_block_count(d)[0] for d in documents), "graph.models", settings)
     _check_total(sum(_parsed_total(d) for d in documents), "graph.models")
-    problem = problem_from_pool_document(graph, rules=rules)  # errors name the model's field
+    pool, models = read_pool_document(graph)  # errors name the model's field
+    if searched and pool.together == "interleaved":
+        problem, _ = given_interleaving(
+            models, pool.shared, rules, pool.schedule, pool.memories, pool.name or "pool"
+        )
+    else:
+        problem = problem_from_pool_document(graph, rules=rules)
     _check_blocks(problem.n, "graph.models", settings)
     return problem
 
@@ -250,8 +261,9 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
     options = _options(kind, request.options.model_dump(), settings)  # type: ignore[attr-defined]
     graph = request.graph  # type: ignore[attr-defined]
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
-    problem = _problem(kind, graph, settings, rules_from_options(options), algorithm)
-    if options.get("schedule") == "search":  # after _problem: a name is one the server knows
+    searched = kind == "plan" and options.get("schedule") == "search"
+    problem = _problem(kind, graph, settings, rules_from_options(options), algorithm, searched)
+    if searched:  # after _problem: a name is one the server knows
         _check_schedulable(graph)
     return NewJob(
         id=uuid.uuid4().hex,
@@ -265,12 +277,18 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
     )
 
 
+def schedulable_pool(graph: Any) -> tuple[PoolDocument, list[tuple[str, Document]]] | None:
+    """The pool (a ``models`` document, inline or by name) whose interleaving a plan job searches;
+    None for any other input."""
+    if isinstance(graph, dict):
+        data = graph if "models" in graph else None
+    else:
+        data = (load_pool_data(graph) or (None, ""))[0]
+    return None if data is None else read_pool_document(data)
+
+
 def schedulable_document(graph: Any) -> Document:
     """The graph document whose operator order a plan job searches (a name or a document)."""
-    if isinstance(graph, dict) and "models" in graph:
-        raise ApiError(
-            422, "a pool's interleaving is not searched; plan its models one by one", "options.schedule"
-        )
     document = load_document(graph) if isinstance(graph, str) else parse_document(graph)
     if not document.is_graph:
         raise ApiError(422, "a buffer list has no operators to order", "options.schedule")
@@ -284,6 +302,11 @@ def schedulable_document(graph: Any) -> Document:
 def _check_schedulable(graph: Any) -> None:
     """Refuse at once what the order search would: a dependency cycle, a listed order breaking one."""
     try:
+        if (pool := schedulable_pool(graph)) is not None:
+            found, models = pool
+            check_interleavable(found.together, found.memories)
+            given_interleaving(models, found.shared, None, found.schedule, found.memories)
+            return
         document = schedulable_document(graph)
         given_order(document, build_dag(document))
     except InputError as exc:

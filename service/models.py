@@ -82,7 +82,8 @@ class PlanOptions(SearchOptions):
     schedule: Literal["fixed", "search"] = Field(
         "fixed",
         description="The operators' order: the graph's own (fixed), or one searched to lower the bound "
-        "(search: the plan carries `schedule` and `certificate`).",
+        "(search: the plan carries `schedule` and `certificate`); for a pool of models run interleaved, "
+        "their interleaving (`MODEL/operator` ids).",
     )
 
 

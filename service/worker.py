@@ -124,16 +124,20 @@ def job_settings(algorithm: str, options: dict[str, Any]) -> Any:
     return settings
 
 
-def _scheduled_problem(graph: Any, options: dict[str, Any]) -> tuple[Any, Any]:
-    """The problem with its operators in a searched order, and the search's certificate."""
+def _scheduled_problem(graph: Any, options: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """The problem with its operators in a searched order, the search's certificate, and whether the
+    order is a pool's interleaving."""
     from gaplanner.schedule import ScheduleSettings
+    from gaplanner.schedule.interleave import scheduled_pool
     from gaplanner.schedule.planning import scheduled_problem
-    from service.inputs import rules_from_options, schedulable_document
+    from service.inputs import rules_from_options, schedulable_document, schedulable_pool
 
-    document = schedulable_document(graph)
     # the job's seconds bound the order search too (its bounds' and starting orders' time on top)
     settings = ScheduleSettings(seed=options.get("seed", 0), time_limit=options.get("time_limit") or 10.0)
-    return scheduled_problem(document, "search", rules_from_options(options), settings)
+    rules = rules_from_options(options)
+    if (pool := schedulable_pool(graph)) is not None:
+        return (*scheduled_pool(*pool, "search", rules, settings), True)
+    return (*scheduled_problem(schedulable_document(graph), "search", rules, settings), False)
 
 
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +150,7 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
         _progress.put((job_id, {"pid": os.getpid()}))
     searched = kind == "plan" and options.get("schedule") == "search"
     if searched:
-        problem, schedule = _scheduled_problem(graph, options)
+        problem, schedule, pooled = _scheduled_problem(graph, options)
     else:
         problem = load_problem(graph, rules=rules_from_options(options))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
@@ -177,9 +181,9 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
     else:
         plan, data = _plan(problem, algorithm, settings, hooks, options)
         if searched:
-            from gaplanner.schedule.planning import with_schedule
+            from gaplanner.schedule.planning import with_interleaving, with_schedule
 
-            plan = with_schedule(plan, problem, schedule)
+            plan = with_interleaving(plan, schedule) if pooled else with_schedule(plan, problem, schedule)
             data = plan.to_dict()
         trace = data.pop("trace", None)
         result = {

@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from itertools import zip_longest
 
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import Document, Memory
@@ -37,10 +36,26 @@ def model_operators(models: Sequence[tuple[str, Document]]) -> list[list[str]]:
     return [[f"{model_id}{MODEL_SEP}{op.id}" for op in doc.operators or []] for model_id, doc in models]
 
 
-def round_robin(models: Sequence[tuple[str, Document]]) -> list[str]:
-    """One operator of each model in turn (a time-slicing runtime's own interleaving)."""
-    turns = zip_longest(*model_operators(models))
-    return [op_id for turn in turns for op_id in turn if op_id is not None]
+def round_robin(models: Sequence[tuple[str, Document]], shared: Sequence[str] = ()) -> list[str]:
+    """One operator of each model in turn (a time-slicing runtime's own interleaving); a model whose next
+    operator reads a ``shared`` tensor another model writes waits for that writer."""
+    writer: dict[str, str] = {}
+    for own, (_, doc) in zip(model_operators(models), models, strict=True):
+        for op_id, op in zip(own, doc.operators or [], strict=True):
+            writer.update({t: writer.get(t, op_id) for t in op.outputs if t in shared})
+    programs = [
+        [(op_id, [writer[t] for t in op.inputs if writer.get(t, own[0]) not in own]) for op_id, op in
+         zip(own, doc.operators or [], strict=True)]
+        for own, (_, doc) in zip(model_operators(models), models, strict=True)
+    ]  # fmt: skip
+    order: list[str] = []
+    while any(programs):
+        turn = [p.pop(0)[0] for p in programs if p and all(w in order for w in p[0][1])]
+        if not turn:  # the models wait on each other through shared tensors: the pool names one
+            turn = [op_id for p in programs for op_id, _ in p]
+            programs = []
+        order += turn
+    return order
 
 
 def check_interleavable(together: str, memories: Sequence[Memory] | None, field: str = "together") -> None:
@@ -56,7 +71,7 @@ def check_interleavable(together: str, memories: Sequence[Memory] | None, field:
             field,
         )
     if memories is not None:
-        raise InputError(_ONE_ARENA, "schedule")
+        raise InputError(_ONE_ARENA, "memories")
 
 
 def _free_document(pooled: Document, models: Sequence[tuple[str, Document]]) -> Document:
@@ -78,6 +93,35 @@ def _free_document(pooled: Document, models: Sequence[tuple[str, Document]]) -> 
     return pooled.model_copy(update={"operators": operators, "sync": []})
 
 
+def given_interleaving(
+    models: Sequence[tuple[str, Document]],
+    shared: Sequence[str] = (),
+    rules: Rules | None = None,
+    given: Sequence[str] | None = None,
+    memories: list[Memory] | None = None,
+    name: str = "pool",
+) -> tuple[Problem, Document]:
+    """The pool run in the given interleaving, and its graph with the interleaving left open.
+
+    Without ``given``: :func:`round_robin`. A given interleaving that runs an
+    operator before the writer of a shared tensor it reads is refused naming
+    both (field ``schedule``).
+    """
+    check_interleavable("interleaved", memories)
+    order = list(given) if given is not None else round_robin(models, shared)
+    try:
+        problem = pool_problem(models, "interleaved", shared, rules, name, memories, order)
+    except InputError as exc:  # an operator reading a shared tensor before its writer: in the schedule
+        raise InputError(
+            exc.reason, "schedule" if (exc.field or "").startswith("operators") else exc.field
+        ) from None
+    if problem.memories is not None:  # the models' own documents list memories
+        raise InputError(_ONE_ARENA, "models")
+    assert problem.document is not None  # a pool of graphs (buffer lists refuse an interleaving)
+    free = _free_document(problem.document, models)
+    return problem, free
+
+
 def search_interleaving(
     models: Sequence[tuple[str, Document]],
     shared: Sequence[str] = (),
@@ -91,22 +135,17 @@ def search_interleaving(
     """The pool run in the interleaving found with the lowest bound, and its certificate.
 
     ``given``: the interleaving to compare against (and start from); without it,
-    :func:`round_robin`. The certificate's ``given_bound`` and ``chosen_bound``
-    are the pooled problems' own bounds; ``order_free_bound`` holds for every
-    interleaving.
+    round robin (see :func:`given_interleaving`). The certificate's
+    ``given_bound`` and ``chosen_bound`` are the pooled problems' own bounds;
+    ``order_free_bound`` holds for every interleaving.
     """
     began = time.perf_counter()
-    check_interleavable("interleaved", memories)
-    given = list(given) if given is not None else round_robin(models)
-    given_problem = pool_problem(models, "interleaved", shared, rules, name, memories, given)
-    if given_problem.memories is not None:  # the models' own documents list memories
-        raise InputError(_ONE_ARENA, "schedule")
-    assert given_problem.document is not None  # a pool of graphs (buffer lists refuse an interleaving)
-    free = _free_document(given_problem.document, models)
+    given_problem, free = given_interleaving(models, shared, rules, given, memories, name)
     # the pooled graph keeps its shared tensors to the end, its models' outputs as the rules say
     found = search_schedule(free, replace(rules or Rules(), keep_outputs=True), settings)
-    pooled_ids = {op_id for own in model_operators(models) for op_id in own}
-    chosen = [op_id for op_id in found.order if op_id in pooled_ids]  # feeds and callers follow
+    owned = {op_id for own in model_operators(models) for op_id in own}
+    given = [op.id for op in free.operators or [] if op.id in owned]
+    chosen = [op_id for op_id in found.order if op_id in owned]  # feeds and callers follow
     problem = pool_problem(models, "interleaved", shared, rules, name, memories, chosen)
     given_bound, chosen_bound = int(given_problem.lower_bound), int(problem.lower_bound)
     chosen_from = found.chosen_from

@@ -197,7 +197,7 @@ def test_a_searched_interleaving_is_valid_bounded_and_planned_apart(models) -> N
     [
         ({"together": "sequential"}, "together", "'sequential' runs them one after another"),
         ({"together": "concurrent"}, "together", "on its own cores or streams"),
-        ({"memories": [{"id": "dram"}]}, "schedule", "one arena"),
+        ({"memories": [{"id": "dram"}]}, "memories", "one arena"),
         ({"schedule": ["a/op0", "b/op0"]}, "schedule", "'a/op1' is not in the schedule"),
     ],
 )
@@ -282,3 +282,23 @@ def test_the_cli_refuses_what_it_cannot_interleave_in_one_line(capsys, tmp_path:
     code, out, err = run(capsys, "plan", *[names.get(a, a) for a in argv], "--algorithm", "first-fit")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and words in err, err
+
+
+def test_without_a_schedule_a_reader_of_a_shared_tensor_waits_for_its_writer() -> None:
+    decode = parse_document(chain("d", [8], reads="kv"))  # its one operator reads the cache
+    prefill = parse_document(chain("p", [64, 8, 64], writes="kv"))
+    models = [("decode", decode), ("prefill", prefill)]
+    plan = plan_pool_document(
+        pool_data(models, shared=["kv"]), "greedy-size", schedule="search", schedule_settings=QUICK
+    )
+    waited = ["prefill/op0", "decode/op0", "prefill/op1", "prefill/op2"]  # round robin, decode waiting
+    pooled = pooled_by_hand(models, ["kv"])
+    assert plan.certificate.given_bound == order_bound(pooled, full_order(models, waited))
+    schedule = list(plan.certificate.order)
+    assert schedule.index("prefill/op0") < schedule.index("decode/op0")
+    with pytest.raises(InputError, match="'decode/op0' reads 'kv' before operator 'prefill/op0'") as caught:
+        plan_pool_document(
+            pool_data(models, shared=["kv"], schedule=["decode/op0", *waited[:1], *waited[2:]]),
+            "greedy-size", schedule="search", schedule_settings=QUICK,
+        )  # fmt: skip
+    assert caught.value.field == "schedule"

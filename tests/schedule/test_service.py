@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from gaplanner.documents.schema import parse_document
 from service.app import create_app
+from tests.schedule.test_interleave import assert_valid_interleaving, pool_data, two_chains
 from tests.schedule.test_planning import check_plan
 from tests.schedule.test_search import fan_out
 from tests.service.test_service_api import finish, settings, submit
@@ -48,3 +49,26 @@ def test_a_buffer_list_has_no_order_to_search(client: TestClient) -> None:
     graph = {"buffers": [{"id": "a", "lower": 0, "upper": 1, "size": 4}]}
     response = client.post("/v1/plans", json={"graph": graph, "options": {"schedule": "search"}})
     assert response.status_code == 422 and "options.schedule" in response.text
+
+
+@pytest.mark.slow
+def test_a_plan_job_searches_a_pools_interleaving(client: TestClient) -> None:
+    job = finish(
+        client, submit(client, pool_data(two_chains()), schedule="search", algorithm="greedy-size"), 900
+    )
+    assert job["status"] == "done", job
+    plan = job["plan"]
+    assert_valid_interleaving(two_chains(), plan["schedule"])
+    assert plan["certificate"]["given_bound"] == 112 and plan["certificate"]["chosen_bound"] == 80
+
+
+@pytest.mark.parametrize(
+    ("together", "field"), [("sequential", "graph.together"), ("concurrent", "graph.together")]
+)
+def test_a_pool_not_interleaved_has_no_interleaving_to_search(
+    client: TestClient, together: str, field: str
+) -> None:
+    graph = {**pool_data(two_chains()), "together": together}
+    response = client.post("/v1/plans", json={"graph": graph, "options": {"schedule": "search"}})
+    assert response.status_code == 422 and response.json()["field"] == field
+    assert "searched for models run 'interleaved'" in response.json()["detail"]
