@@ -98,59 +98,75 @@ def greedy_clique_bound(
 
 #: The work :func:`heaviest_clique` does at most (candidates coloured, summed over its nodes), so that
 #: building a problem stays fast.
-CLIQUE_WORK_BUDGET = 2_000_000
+CLIQUE_WORK_BUDGET = 20_000_000
 #: Beyond this many blocks the search is not tried: its adjacency matrix is quadratic in them.
 MAX_CLIQUE_SEARCH_BLOCKS = 5_000
 
 
 @nb.njit(cache=True)
-def _colour_bounds(adjacent, weights, candidates):
-    """``candidates`` reordered by greedy colour classes (independent sets), and per position the sum,
-    over the classes up to its own, of each class's heaviest weight: no clique among the candidates up
-    to that position weighs more (it takes at most one block of each class)."""
+def _branching_nodes(adjacent, weights, candidates, target, budget):
+    """The candidates a clique heavier than ``target`` (beyond the blocks chosen) must take one of.
+
+    Greedy independent sets, each taking the least residual weight of its
+    members from every member: a clique takes at most one block of a set, so
+    the sets' minima summed bound its weight. Once that sum passes
+    ``target``, only blocks whose weight is not yet used up can lift a clique
+    above it (networkx's ``max_weight_clique``, weighted by splitting). Out of
+    ``budget`` it stops early: the blocks left still hold every such clique.
+    """
     m = len(candidates)
-    order = np.empty(m, np.int64)
-    bound = np.empty(m, np.int64)
-    coloured = np.zeros(m, np.bool_)
-    placed, total = 0, 0
-    while placed < m:
-        first, heaviest = placed, 0
+    residual = weights[candidates].copy()
+    alive = np.ones(m, np.bool_)
+    members = np.empty(m, np.int64)
+    left, total = m, 0
+    while left > 0 and budget[0] >= 0:
+        budget[0] -= m
+        k = 0
         for j in range(m):
-            if coloured[j]:
+            if not alive[j]:
                 continue
             v = candidates[j]
             independent = True
-            for q in range(first, placed):
-                if adjacent[v, order[q]]:
+            for q in range(k):
+                if adjacent[v, candidates[members[q]]]:
                     independent = False
                     break
             if independent:
-                order[placed] = v
-                placed += 1
-                coloured[j] = True
-                heaviest = max(heaviest, weights[v])
-        total += heaviest
-        bound[first:placed] = total
-    return order, bound
+                members[k] = j
+                k += 1
+        least = residual[members[0]]
+        for q in range(1, k):
+            least = min(least, residual[members[q]])
+        total += least
+        if total > target:
+            break
+        for q in range(k):
+            residual[members[q]] -= least
+            if residual[members[q]] == 0:
+                alive[members[q]] = False
+                left -= 1
+    return candidates[alive]
 
 
 @nb.njit(cache=True)
 def _expand(adjacent, weights, candidates, weight, best, budget):
     """The heaviest clique weight found: ``best`` or a clique of ``weight`` plus some ``candidates``."""
+    best = max(best, weight)
     budget[0] -= len(candidates)
-    if budget[0] < 0:
+    if budget[0] < 0 or len(candidates) == 0:
         return best
-    order, bound = _colour_bounds(adjacent, weights, candidates)
-    for i in range(len(order) - 1, -1, -1):
-        if weight + bound[i] <= best:
-            return best
-        v = order[i]
-        grown = weight + weights[v]
-        best = max(best, grown)
-        below = order[:i]
-        common = below[adjacent[v, below]]
-        if len(common):
-            best = _expand(adjacent, weights, common, grown, best, budget)
+    branching = _branching_nodes(adjacent, weights, candidates, best - weight, budget)
+    remaining = np.ones(adjacent.shape[0], np.bool_)
+    for i in range(len(branching) - 1, -1, -1):
+        v = branching[i]
+        remaining[v] = False
+        common = np.empty(len(candidates), np.int64)
+        k = 0
+        for w in candidates:
+            if remaining[w] and adjacent[v, w]:
+                common[k] = w
+                k += 1
+        best = _expand(adjacent, weights, common[:k], weight + weights[v], best, budget)
         if budget[0] < 0:
             return best
     return best
@@ -161,15 +177,18 @@ def heaviest_clique(sizes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, 
     """The weight of the heaviest clique of the conflict graph, or of the heaviest found within
     ``budget``; never below ``known``, a clique weight found before, which prunes from the start.
 
-    A branch and bound with greedy colouring bounds (Carraghan and Pardalos's
-    search, weighted); every weight it returns is a real clique's. The budget
-    counts the candidates coloured, summed over the search's nodes.
+    A branch and bound whose bound splits weights over greedy independent sets
+    (the search of networkx's ``max_weight_clique``, compiled), blocks taken
+    most-conflicting first; every weight it returns is a real clique's. The
+    budget counts the candidates looked at, summed over the search's sets and nodes.
     """
     n = len(sizes)
     if n == 0 or n > MAX_CLIQUE_SEARCH_BLOCKS:
         return known
     adjacent = np.zeros((n, n), np.bool_)
     adjacent[np.repeat(np.arange(n), np.diff(indptr)), indices] = True
-    candidates = np.argsort(-sizes, kind="stable").astype(np.int64)
+    degrees = np.diff(indptr)
+    candidates = np.argsort(-degrees, kind="stable").astype(np.int64)
+    candidates = candidates[sizes[candidates] > 0]
     work = np.array([budget], np.int64)
     return int(_expand(adjacent, sizes.astype(np.int64), candidates, 0, int(known), work))
