@@ -17,6 +17,8 @@ from gaplanner.schedule.memory import _live_bytes, _peak_and_count
 #: moves are long ones (a tensor's gradient-free backward work done in the forward pass, so a small
 #: result is saved instead of its large input; or forward work only the backward reads, run there).
 LONG_DRAGS = 0.25
+#: Positions scanned beside an operator for the ones only it needs (or that only need it) to carry along.
+CARRY_SPAN = 64
 
 
 @nb.njit(cache=True, nogil=True)
@@ -160,6 +162,92 @@ def _drag(
 
 
 @nb.njit(cache=True, nogil=True)
+def _carry(
+    order: np.ndarray,
+    pos: np.ndarray,
+    src: int,
+    dst: int,
+    ptr: np.ndarray,
+    idx: np.ndarray,
+    mark: np.ndarray,
+    buffer: np.ndarray,
+) -> tuple[int, int]:
+    """Move the operator at ``src`` to ``dst`` with the operators near it, on the other side, that only it
+    and they need (later: ``ptr``/``idx`` are successor lists, so its private producers go along) or
+    that need only it and them (earlier: predecessor lists, its private consumers). The first and last
+    positions touched."""
+    n = len(order)
+    later = dst > src
+    step = -1 if later else 1
+    end = max(0, src - CARRY_SPAN) if later else min(n - 1, src + CARRY_SPAN)
+    mark[order[src]] = True
+    for p in range(src + step, end + step, step):
+        u = order[p]
+        private = ptr[u + 1] > ptr[u]
+        for e in range(ptr[u], ptr[u + 1]):
+            if not mark[idx[e]]:
+                private = False
+                break
+        mark[u] = private
+    lo, hi = (end, dst) if later else (dst, end)
+    count = 0
+    for want in (not later, later):
+        for p in range(lo, hi + 1):
+            if mark[order[p]] == want:
+                buffer[count] = order[p]
+                count += 1
+    for p in range(lo, hi + 1):
+        order[p] = buffer[p - lo]
+        pos[order[p]] = p
+        mark[order[p]] = False
+    return lo, hi
+
+
+@nb.njit(cache=True, nogil=True)
+def _group_move(
+    kind: int,
+    order: np.ndarray,
+    pos: np.ndarray,
+    src: int,
+    pred_ptr: np.ndarray,
+    pred_idx: np.ndarray,
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+    mark: np.ndarray,
+    buffer: np.ndarray,
+) -> tuple[int, int]:
+    """A move of several operators at once (``kind`` 2-7); the positions touched, or (-1, -1) for none."""
+    n = len(order)
+    k = order[src]
+    if kind >= 6:  # carried: anywhere the operator itself may go
+        lo, hi = 0, n - 1
+        for e in range(pred_ptr[k], pred_ptr[k + 1]):
+            lo = max(lo, pos[pred_idx[e]] + 1)
+        for e in range(succ_ptr[k], succ_ptr[k + 1]):
+            hi = min(hi, pos[succ_idx[e]] - 1)
+        dst = np.random.randint(lo, src) if kind == 6 and lo < src else -1
+        dst = np.random.randint(src + 1, hi + 1) if kind == 7 and src < hi else dst
+        if dst < 0:
+            return -1, -1
+        if kind == 6:  # earlier, with the consumers only it feeds
+            return _carry(order, pos, src, dst, pred_ptr, pred_idx, mark, buffer)
+        return _carry(order, pos, src, dst, succ_ptr, succ_idx, mark, buffer)  # later, with private producers
+    if np.random.random() < LONG_DRAGS:  # a group carried across the graph
+        reach = 2 + np.random.randint(n)
+    else:
+        reach = min(n - 1, 2 + int(np.random.exponential(16.0)))
+    earlier = kind % 2 == 0
+    dst = min(n - 1, max(0, src - reach if earlier else src + reach))
+    if dst == src:
+        return -1, -1
+    if earlier:  # earlier: with the operators between that it depends on
+        _drag(order, pos, src, dst, succ_ptr, succ_idx, mark, buffer)
+    else:  # later: with those between that depend on it
+        _drag(order, pos, src, dst, pred_ptr, pred_idx, mark, buffer)
+    return min(src, dst), max(src, dst)
+
+
+@nb.njit(cache=True, nogil=True)
 def local_search(
     order: np.ndarray,
     moves: int,
@@ -172,11 +260,14 @@ def local_search(
 ) -> tuple[int, int]:
     """Improve ``order`` in place by moves kept when the score does not get worse.
 
-    Half the moves take one operator elsewhere within its legal window; the
-    others drag an operator earlier with the ones it depends on in between, or
+    A quarter of the moves take one operator elsewhere within its legal window;
+    half drag an operator earlier with the ones it depends on in between, or
     later with those depending on it, mostly nearby and now and then anywhere
-    (``LONG_DRAGS``). Half take an operator running near the peak. Returns the
-    final (peak, positions at peak).
+    (``LONG_DRAGS``); a quarter carry an operator anywhere it may go with the
+    operators only it needs or that only need it (``_carry``: a chain of
+    gradient-free backward work moved out of the forward pass, or into it).
+    Half take an operator running near the peak. Returns the final (peak,
+    positions at peak).
     """
     np.random.seed(seed)
     n = len(order)
@@ -197,7 +288,7 @@ def local_search(
         else:
             src = np.random.randint(n)
         k = order[src]
-        kind = np.random.randint(4)
+        kind = np.random.randint(8)
         if kind < 2:
             lo, hi = 0, n - 1
             for e in range(pred_ptr[k], pred_ptr[k + 1]):
@@ -211,20 +302,10 @@ def local_search(
                 dst += 1
             _move(order, pos, src, dst)
         else:
-            if np.random.random() < LONG_DRAGS:  # a group carried across the graph
-                reach = 2 + np.random.randint(n)
-            else:
-                reach = min(n - 1, 2 + int(np.random.exponential(16.0)))
-            dst = src - reach if kind == 2 else src + reach
-            dst = min(n - 1, max(0, dst))
-            if dst == src:
+            saved[:] = order
+            lo, hi = _group_move(kind, order, pos, src, pred_ptr, pred_idx, succ_ptr, succ_idx, mark, buffer)
+            if lo < 0:
                 continue
-            lo, hi = min(src, dst), max(src, dst)
-            saved[lo : hi + 1] = order[lo : hi + 1]
-            if kind == 2:  # earlier: with the operators between that it depends on
-                _drag(order, pos, src, dst, succ_ptr, succ_idx, mark, buffer)
-            else:  # later: with those between that depend on it
-                _drag(order, pos, src, dst, pred_ptr, pred_idx, mark, buffer)
         _live_bytes(pos, n, *model, load, last)
         new_peak, new_count = _peak_and_count(load)
         if new_peak < peak or (new_peak == peak and new_count <= count):
