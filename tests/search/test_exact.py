@@ -15,7 +15,7 @@ from gaplanner.errors import InputError
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import first_fit
 from gaplanner.search.exact import ExactSettings, exact_search, searchable
-from gaplanner.search.exact.dfs import FOUND, INFEASIBLE, PAUSED, RANK, RANK_NOW
+from gaplanner.search.exact.dfs import FOUND, HEURISTICS, INFEASIBLE, PAUSED, RANK, RANK_NOW, SKYLINE
 from gaplanner.search.exact.parts import components, make_part
 from gaplanner.search.exact.parts_search import LARGE_PART_SECONDS_PER_PAIR, PartsSearch, RandomTargets
 from gaplanner.search.exact.probes import Probe, RestartingProbe
@@ -74,7 +74,7 @@ def test_no_plan_below_the_optimum_is_found(problem) -> None:
         )  # fmt: skip
         sub_best, _ = brute_force_peaks(sub)
         assert sub_best <= best
-        for heuristic in ("WAT", "TAW", "TWA"):
+        for heuristic in (*HEURISTICS, *SKYLINE):
             assert Probe(part, sub_best - 1, heuristic).run(10**7) == INFEASIBLE
 
 
@@ -99,7 +99,7 @@ def test_probes_decide_the_optimum_through_splits_and_twins(problem) -> None:
         return  # parts at the top are the exact search's, tested above
     best, _ = brute_force_peaks(problem)
     part = make_part(problem, parts[0])
-    for heuristic in ("WAT", "TAW", "TWA"):
+    for heuristic in (*HEURISTICS, *SKYLINE):
         found = Probe(part, best, heuristic)
         assert found.run(10**7) == FOUND
         assert find_violation(problem, found.offsets, best) is None
@@ -137,7 +137,7 @@ def test_large_parts_keep_the_optimum_with_heavy_sections_only(problem) -> None:
         assert part.bound == heaviest
         sub = problem_from_arrays(part.sizes, lower, upper, alignment=int(problem.alignments[0]))
         sub_best, _ = brute_force_peaks(sub)
-        for heuristic in ("WAT", "TAW", "TWA"):
+        for heuristic in (*HEURISTICS, *SKYLINE):
             found = Probe(part, sub_best, heuristic)
             assert found.run(10**7) == FOUND
             assert find_violation(sub, found.offsets, sub_best) is None

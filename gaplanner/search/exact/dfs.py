@@ -24,14 +24,20 @@ FOUND, INFEASIBLE, PAUSED, NEED_SPACE = 0, 1, 2, 3
 
 #: Block orders for the tie-break rank (MiniMalloc's: lifetime width, area, heaviest clique; descending).
 HEURISTICS: tuple[str, ...] = ("WAT", "TAW", "TWA")
+#: Skyline orders, for parts packed full at their bound (see :attr:`Part.full`): earliest start first or
+#: latest end first, the longest lifetime first among equals. With placements in (floor, rank) order, the
+#: lowest hole is filled from one end of time to the other (the bottom-left rule of perfect packings), and
+#: a hole whose blocks the order has passed is found at once (:func:`_lowest_ahead`).
+SKYLINE: tuple[str, ...] = ("LW", "UW")
 
 _BIG = np.iinfo(np.int64).max
 
 # Positions in the tuple of the part's arrays (read-only during the search).
 (SIZES, ALIGNS, FIXED, RANK, TWIN, TWIN_CLASS, NBR_PTR, NBR_IDX, CLQ_PTR, CLQ_IDX, BC_PTR, BC_IDX,
- ORDER_KEYS, WIDTH, AREA, SIZE_KEY) = range(16)  # fmt: skip
-#: Codes of the block features in ``p[ORDER_KEYS]`` (see :data:`HEURISTICS`).
-KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3}
+ ORDER_KEYS, WIDTH, AREA, SIZE_KEY, START_KEY, END_KEY, NBR_LEAST, LEAST) = range(20)  # fmt: skip
+#: Codes of the block features in ``p[ORDER_KEYS]`` (see :data:`HEURISTICS`); L: earliest start first,
+#: U: latest end first.
+KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3, "L": 4, "U": 5}
 # Positions in the tuple of state arrays.
 (OFFSETS, MIN_OFF, FLOOR, TOTAL, GRP, GRP_LEFT, GRP_FRAME, CLQ_GRP, RANK_NOW,  # per block, group, clique
  LV_BLK, LV_OFF, LV_RANK, LV_DONE, LV_HEIGHT, LV_MO, LV_FL, LV_GROUP, LV_ROOT,  # per level
@@ -160,15 +166,48 @@ def _place(p, s, c, capacity):
             floor[q] = lowest
     sc[FL_TOP] = fl_top
     if ok:
-        clq_grp = s[CLQ_GRP]
+        clq_grp, least = s[CLQ_GRP], p[LEAST][0]
         for q in range(len(total)):
             if total[q] > 0:
-                # Within the group, blocks come in non-decreasing offset: none goes below c.
-                lowest = max(floor[q], off) if clq_grp[q] == g else floor[q]
+                if clq_grp[q] != g:
+                    lowest = floor[q]
+                elif floor[q] <= off and off + total[q] + least > capacity:
+                    lowest = _lowest_ahead(p, s, q, off, s[RANK_NOW][c], capacity - total[q])
+                else:  # within the group, blocks come in non-decreasing offset: none goes below c
+                    lowest = max(floor[q], off)
                 if lowest + total[q] > capacity:
                     ok = False
                     break
     return ok, above
+
+
+@nb.njit(cache=True)
+def _lowest_ahead(p, s, q, off, r, enough):
+    """The lowest offset an unplaced member of clique ``q`` can still take after a placement at (off, r);
+    it stops early at one no higher than ``enough``.
+
+    The group's placements go on in increasing (floor, rank) from (off, r). A
+    member whose (floor, rank) is already behind that key is placed, if ever,
+    only after a later placement raises its floor: a conflicting block placed at
+    ``off`` or above, so its floor passes ``off`` by at least its smallest
+    neighbour's size. Pinned members keep their floor. At a target with no
+    slack this finds at once a time section none of its blocks can fill.
+    """
+    clq_ptr, clq_idx, aligns, fixed, nbr_least = p[CLQ_PTR], p[CLQ_IDX], p[ALIGNS], p[FIXED], p[NBR_LEAST]
+    offsets, min_off, rank = s[OFFSETS], s[MIN_OFF], s[RANK_NOW]
+    lowest = _BIG
+    for e in range(clq_ptr[q], clq_ptr[q + 1]):
+        y = clq_idx[e]
+        if offsets[y] >= 0:
+            continue
+        o = min_off[y]
+        if fixed[y] < 0 and (o < off or (o == off and rank[y] < r)):
+            o = _BIG if nbr_least[y] == _BIG else _align_up(off + nbr_least[y], aligns[y])
+        if o < lowest:
+            lowest = o
+            if lowest <= enough:
+                break
+    return max(lowest, off)
 
 
 @nb.njit(cache=True)

@@ -30,9 +30,14 @@ import numba as nb
 import numpy as np
 
 from gaplanner.problem.problem import Problem
+from gaplanner.search.exact.dfs import HEURISTICS, SKYLINE
 
 #: (block, time section) pairs an interval part may hold before it keeps only its heavy sections.
 MAX_SECTION_MEMBERS = 4_000_000
+#: An interval part whose time sections are this share or more at its heaviest section's load is *full*:
+#: a plan at its bound leaves (almost) no hole anywhere, and the skyline orders search it (see
+#: :data:`gaplanner.search.exact.dfs.SKYLINE`).
+FULL_SHARE = 0.9
 #: On a large interval part, the maximal sections kept: those whose live bytes reach this share of the
 #: heaviest section's (at most :data:`MAX_SECTION_MEMBERS` pairs, the heaviest first).
 HEAVY_SECTION_SHARE = 0.95
@@ -57,6 +62,12 @@ class Part:
     grain: int  # every peak of a pushed-down plan is a multiple of it
     twin_class: np.ndarray  # interchangeable blocks share a class (see _twin_classes)
     large: bool = False  # cliques of heavy sections only, not split as it is searched (see the module)
+    full: bool = False  # nearly every time section is as heavy as the bound (see FULL_SHARE)
+
+    @property
+    def orders(self) -> tuple[str, ...]:
+        """The tie-break orders its probes use: the skyline ones first on a part packed full."""
+        return (*SKYLINE, *HEURISTICS) if self.full else HEURISTICS
 
     def rank(self, heuristic: str) -> np.ndarray:
         """Each block's position when sorted by the heuristic's features, descending, ties by index.
@@ -275,12 +286,15 @@ def make_part(problem: Problem, blocks: np.ndarray) -> Part:
     pinned_top = int(np.where(fixed >= 0, fixed + sizes, 0).max(initial=0))
     grain = _grain(sizes, aligns, fixed)
     width = (upper - lower).astype(np.int64)
+    full = problem.interval_conflicts and not large and (weights == weights.max()).mean() >= FULL_SHARE
     heaviest = np.maximum.reduceat(weights[bc_idx], bc_ptr[:-1])  # every block is in some clique
     return Part(
         blocks=blocks, sizes=sizes, aligns=aligns, fixed=fixed, nbr_ptr=nbr_ptr, nbr_idx=nbr_idx,
         clq_ptr=clq_ptr, clq_idx=clq_idx, bc_ptr=bc_ptr, bc_idx=bc_idx,
-        features={"W": width, "A": width * sizes, "T": heaviest, "Z": sizes},
+        features={"W": width, "A": width * sizes, "T": heaviest, "Z": sizes, "L": -lower.astype(np.int64),
+                  "U": upper.astype(np.int64)},
         bound=max(int(weights.max()), pinned_top), grain=grain, twin_class=twin_class, large=large,
+        full=bool(full),
     )  # fmt: skip
 
 

@@ -113,12 +113,13 @@ def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
     return RestartingProbe(part, target, seed=kind)
 
 
-def _targets(lo: int, peak: int, intervals: bool = True) -> dict[int, tuple[str | int, ...]]:
+def _targets(part: Part, lo: int, peak: int, intervals: bool = True) -> dict[int, tuple[str | int, ...]]:
     """Targets and their probes: every kind at the lower bound itself (restarting ones only on a conflict
-    graph, see :data:`GRAPH_BOUND_SEEDS`); restarting ones halfway up to the best peak known and an eighth
-    of the way down from it; one per tie-break order just below that peak (any better plan: the one a
-    probe finds often lies far below its target)."""
-    at_bound = (*HEURISTICS, *RESTART_SEEDS) if intervals else GRAPH_BOUND_SEEDS
+    graph, see :data:`GRAPH_BOUND_SEEDS`; the skyline orders too on a part packed full, see
+    :attr:`Part.orders`); restarting ones halfway up to the best peak known and an eighth of the way down
+    from it; one per tie-break order just below that peak (any better plan: the one a probe finds often
+    lies far below its target)."""
+    at_bound = (*part.orders, *RESTART_SEEDS) if intervals else GRAPH_BOUND_SEEDS
     targets: dict[int, tuple[str | int, ...]] = {lo: at_bound}
     for target, kinds in (
         (lo + (peak - lo) // 2, RESTART_SEEDS),
@@ -303,7 +304,7 @@ class PartsSearch:
             if s.part.large:
                 wanted = _large_part_keys(s, floor)
             else:
-                targets = _targets(floor, peak, self.problem.interval_conflicts)
+                targets = _targets(s.part, floor, peak, self.problem.interval_conflicts)
                 wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
             s.probes = {key: s.probes.get(key) or _probe(s.part, *key) for key in wanted}
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
@@ -380,8 +381,9 @@ class RandomTargets(PartsSearch):
                 return False
             s = open_parts[self.rng.integers(len(open_parts))]
             target = int(self.rng.integers(max(floor, s.lo), s.hi))
-            draw = self.rng.integers(2 * len(HEURISTICS))  # as often a plain order as a shuffled one
-            kind = HEURISTICS[draw] if draw < len(HEURISTICS) else int(self.rng.integers(2**31))
+            orders = s.part.orders
+            draw = self.rng.integers(2 * len(orders))  # as often a plain order as a shuffled one
+            kind = orders[draw] if draw < len(orders) else int(self.rng.integers(2**31))
             self.drawn = (s, _probe(s.part, target, kind))
         self._slice(*self.drawn, on_event)
         return True

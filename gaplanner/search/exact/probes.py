@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from gaplanner.search.exact.dfs import (
+    _BIG,
     F_RK,
     F_START,
     FL_C,
     FL_TOP,
-    HEURISTICS,
     INFEASIBLE,
     KEY_CODES,
     LV_BLK,
@@ -46,10 +46,11 @@ class Probe:
         n, m = len(part.sizes), len(part.clq_ptr) - 1
         rank = part.rank(heuristic) if rank is None else rank
         keys = np.array([KEY_CODES[letter] for letter in heuristic], np.int64)
-        features = [np.asarray(part.features[letter], np.int64) for letter in "WAZ"]
+        features = [np.asarray(part.features[letter], np.int64) for letter in "WAZLU"]
+        nbr_least = smallest_neighbour(part)
         self.p = (part.sizes, part.aligns, part.fixed, rank, part.twins(rank), part.twin_class,
                   part.nbr_ptr, part.nbr_idx, part.clq_ptr, part.clq_idx, part.bc_ptr, part.bc_idx,
-                  keys, *features)  # fmt: skip
+                  keys, *features, nbr_least, np.array([nbr_least.min(initial=_BIG)], np.int64))  # fmt: skip
         min_off = np.where(part.fixed >= 0, part.fixed, 0).astype(np.int64)
         floor, total, witness = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
         for q in range(m):
@@ -117,6 +118,15 @@ class Probe:
         self.s = tuple(state)
 
 
+def smallest_neighbour(part: Part) -> np.ndarray:
+    """Per block, the smallest size among the blocks it conflicts with (the largest int64 for none)."""
+    least = np.full(len(part.sizes), _BIG, np.int64)
+    rows = np.flatnonzero(np.diff(part.nbr_ptr) > 0)
+    if len(rows):
+        least[rows] = np.minimum.reduceat(part.sizes[part.nbr_idx], part.nbr_ptr[rows])
+    return least
+
+
 def luby(i: int) -> int:
     """The ``i``-th term (from 1) of Luby's restart sequence: 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..."""
     k = 1
@@ -149,7 +159,8 @@ class RestartingProbe:
 
     def _start(self) -> None:
         self.restarts += 1
-        heuristic = HEURISTICS[self.restarts % len(HEURISTICS)]
+        orders = self.part.orders
+        heuristic = orders[self.restarts % len(orders)]
         base = self.part.rank(heuristic)
         shuffled = base + self.rng.integers(0, self.noise, len(base))  # each block moves a few places
         rank = np.empty(len(base), np.int64)

@@ -199,7 +199,7 @@ def warm_up() -> None:
         fixed=np.full(2, -1, np.int64), nbr_ptr=nbr_ptr, nbr_idx=nbr_idx,
         clq_ptr=np.array([0, 2]), clq_idx=np.array([0, 1]), bc_ptr=np.array([0, 1, 2]),
         bc_idx=np.array([0, 0]),
-        features={k: np.ones(2, np.int64) for k in "WATZ"}, bound=2, grain=1,
+        features={k: np.ones(2, np.int64) for k in "WATZLU"}, bound=2, grain=1,
         twin_class=np.zeros(2, np.int64),
     )  # fmt: skip
     Probe(part, 2, HEURISTICS[0]).run(10)
