@@ -43,11 +43,11 @@ def round_robin(models: Sequence[tuple[str, Document]], shared: Sequence[str] = 
     for own, (_, doc) in zip(model_operators(models), models, strict=True):
         for op_id, op in zip(own, doc.operators or [], strict=True):
             writer.update({t: writer.get(t, op_id) for t in op.outputs if t in shared})
-    programs = [
-        [(op_id, [writer[t] for t in op.inputs if writer.get(t, own[0]) not in own]) for op_id, op in
-         zip(own, doc.operators or [], strict=True)]
-        for own, (_, doc) in zip(model_operators(models), models, strict=True)
-    ]  # fmt: skip
+    programs = []  # each model's operators, each with the other models' writers it waits for
+    for own, (_, doc) in zip(model_operators(models), models, strict=True):
+        ops = doc.operators or []
+        waits = [[writer[t] for t in op.inputs if t in writer and writer[t] not in own] for op in ops]
+        programs.append(list(zip(own, waits, strict=True)))
     order: list[str] = []
     while any(programs):
         turn = [p.pop(0)[0] for p in programs if p and all(w in order for w in p[0][1])]
