@@ -42,6 +42,7 @@ class GraphSpec:
     build: str  # a function of experiments.training.models
     training: bool
     what: str
+    options: tuple[tuple[str, int], ...] = ()  # the builder's keyword arguments
 
 
 SPECS: tuple[GraphSpec, ...] = (
@@ -97,8 +98,8 @@ def export(spec: GraphSpec) -> Any:
 
     from experiments.training import models
 
-    build: Callable[[], tuple[Any, tuple[Any, ...]]] = getattr(models, spec.build)
-    module, inputs = build()
+    build: Callable[..., tuple[Any, tuple[Any, ...]]] = getattr(models, spec.build)
+    module, inputs = build(**dict(spec.options))
     program = torch.export.export(module, inputs)
     return _export_forward_backward(program) if spec.training else program
 
