@@ -386,7 +386,7 @@ def _settings(algorithm: str, seed: int) -> Any:
     return settings_for("ga" if algorithm in GA_VARIANTS else algorithm, {**options, "seed": seed})
 
 
-def _solve(problem, algorithm: str, seed: int):  # -> Plan | MemoryPlan | None
+def _solve(problem, algorithm: str, seed: int):  # -> Plan | None
     from gaplanner.solve import solve
 
     if algorithm == MERGED:
@@ -553,9 +553,8 @@ def _check_memory_case(
     problem, reading: oracle.MemoryReading, seed: int, tally: Tally, fail: Callable
 ) -> None:
     """Every algorithm that plans across memories plans it; every other one must refuse it."""
-    from gaplanner.errors import InputError
+    from gaplanner.errors import DoesNotFit, InputError
     from gaplanner.registry import ALGORITHMS
-    from gaplanner.search.memories.search import DoesNotFit
 
     best = None
     small = len({reading.reading.group_of(i) for i in reading.reading.sizes}) <= MAX_BRUTE_FORCE_BLOCKS

@@ -61,8 +61,8 @@ EXACT_SECONDS = 0.05
 
 def _plan_everything(problem) -> None:
     """Plans of ``problem`` (each verified by ``solve``); not fitting given memories is an answer too."""
+    from gaplanner.errors import DoesNotFit
     from gaplanner.search.exact import ExactSettings
-    from gaplanner.search.memories.search import DoesNotFit
     from gaplanner.solve import solve
 
     try:

@@ -66,9 +66,9 @@ def _settings(algorithm: str) -> Any:
 
 
 def _record(plan: Any) -> dict[str, Any]:
-    """What must not change: offsets, memories, peaks, the bound and the work done (no times)."""
+    """What must not change: offsets, memories, peaks, the bounds and the work done (no times)."""
     record: dict[str, Any] = {"offsets": [int(x) for x in plan.offsets]}
-    for name in ("peak", "lower_bound", "optimal", "cost", "generations", "evaluations"):
+    for name in ("peak", "lower_bound", "optimal", "cost", "cost_lower_bound", "generations", "evaluations"):
         value = getattr(plan, name, None)
         if value is not None:
             record[name] = value if isinstance(value, bool | str) else float(value)

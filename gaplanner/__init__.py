@@ -17,8 +17,7 @@ at their first use, or up front with :func:`warm_up`.
 from gaplanner.documents.onnx_import import import_onnx
 from gaplanner.documents.schema import Document, parse_document
 from gaplanner.documents.torch_import import from_exported_program
-from gaplanner.errors import GaplannerError, InputError, PlanError
-from gaplanner.plans.memory_plan import MemoryPlan
+from gaplanner.errors import DoesNotFit, GaplannerError, InputError, PlanError
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats
 from gaplanner.plans.verify import find_violation, verify
 from gaplanner.problem.loading import load_problem
@@ -26,7 +25,6 @@ from gaplanner.problem.problem import Problem, build_problem
 from gaplanner.registry import ALGORITHMS
 from gaplanner.search.exact import ExactSettings
 from gaplanner.search.ga import GASettings
-from gaplanner.search.memories.search import DoesNotFit
 from gaplanner.search.random_search import RandomSearchSettings
 from gaplanner.search.warm import warm_up
 from gaplanner.solve import ComparisonRow, compare, solve
@@ -41,7 +39,6 @@ __all__ = [
     "GaplannerError",
     "GenerationRecord",
     "InputError",
-    "MemoryPlan",
     "Plan",
     "PlanError",
     "Problem",

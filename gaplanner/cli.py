@@ -21,7 +21,6 @@ from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError
 from gaplanner.plans.files import check_plan_file, plan_json, write_text
-from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import GenerationRecord, Plan
 from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs, read_schedule, schedule_line
 from gaplanner.problem.loading import load_document, load_pool_data, load_problem
@@ -253,13 +252,13 @@ def _print_planned(args: argparse.Namespace, planned: Planned, pool: Pool | None
     return 0 if planned.fits else EXIT_DOES_NOT_FIT
 
 
-def _solve(args: argparse.Namespace, problem: Problem) -> Plan | MemoryPlan:
+def _solve(args: argparse.Namespace, problem: Problem) -> Plan:
     """``solve`` with the algorithm, settings and workers the flags give."""
     settings = _settings(args, args.algorithm)
     return solve(problem, args.algorithm, settings, workers=args.workers, ray_address=args.ray_address)
 
 
-def _compare_alone(args: argparse.Namespace, pool: Pool, pooled: Plan | MemoryPlan) -> dict[str, Any]:
+def _compare_alone(args: argparse.Namespace, pool: Pool, pooled: Plan) -> dict[str, Any]:
     """Each model planned alone by the same search, beside the pooled arena (says so on stderr)."""
     comparison = compare_alone(pool, pooled, lambda p: _solve(args, p))
     print(

@@ -35,3 +35,7 @@ def one_line(text: str) -> str:
 class PlanError(GaplannerError):
     """A plan violates the problem: overlapping conflicting blocks, misaligned
     or negative offsets, or a block outside the arena."""
+
+
+class DoesNotFit(GaplannerError):
+    """No placement found keeps every block within its memory's capacity."""

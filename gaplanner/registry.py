@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 
 from gaplanner.errors import InputError
-from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.problem import Problem
 from gaplanner.search.baselines import best_fit_coalescing, first_fit, greedy_size
 from gaplanner.search.exact import ExactSettings, exact_search
 from gaplanner.search.exact.shared_lifetimes import merged_for_exact_search
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck, run_ga
-from gaplanner.search.memories.search import memory_ga, plan_order, spill_greedy, spill_greedy_arena
+from gaplanner.search.memories.baselines import plan_order, spill_greedy, spill_greedy_arena
+from gaplanner.search.memories.ga import memory_ga
 from gaplanner.search.random_search import RandomSearchSettings, random_search
 from gaplanner.search.side_by_side import ga_with_exact
 
@@ -57,7 +57,7 @@ class Hooks:
     ray_address: str | None = None
 
 
-Runner = Callable[[Problem, Any, Hooks], "Plan | MemoryPlan"]
+Runner = Callable[[Problem, Any, Hooks], Plan]
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def _merged(run: Runner, time_limit: Callable[[Any], float | None]) -> Runner:
     take a problem too large for it whole (see :mod:`gaplanner.search.exact.shared_lifetimes`); the plan
     is expanded to the original. Merging counts against the time limit."""
 
-    def merged_run(problem: Problem, settings: Any, hooks: Hooks) -> Plan | MemoryPlan:
+    def merged_run(problem: Problem, settings: Any, hooks: Hooks) -> Plan:
         started = time.perf_counter()
         limit = time_limit(settings)
         merged = merged_for_exact_search(problem, limit) if limit is not None else None
@@ -189,7 +189,7 @@ def _ga_time_limit(settings: GASettings | None) -> float | None:
 _ga_arena_merged = _merged(_ga_arena, _ga_time_limit)
 
 
-def _ga(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Plan | MemoryPlan:
+def _ga(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Plan:
     if problem.memories is None:
         return _ga_arena_merged(problem, settings, hooks)
     if hooks.workers != 1:  # one search per worker, on Ray when it pays off
@@ -200,22 +200,23 @@ def _ga(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Plan | M
             settings,
             workers=hooks.workers,
             ray_address=hooks.ray_address,
+            on_progress=hooks.on_progress,
             should_stop=hooks.should_stop,
         )
-    return memory_ga(problem, settings, should_stop=hooks.should_stop)
+    return memory_ga(problem, settings, on_progress=hooks.on_progress, should_stop=hooks.should_stop)
 
 
 def _exact(problem: Problem, settings: ExactSettings | None, hooks: Hooks) -> Plan:
     return exact_search(problem, settings, on_progress=hooks.on_progress, should_stop=hooks.should_stop)
 
 
-def _first_fit(problem: Problem, settings: None, hooks: Hooks) -> Plan | MemoryPlan:
+def _first_fit(problem: Problem, settings: None, hooks: Hooks) -> Plan:
     if problem.memories is not None:
         return plan_order(problem, problem.start_order(), "first-fit")
     return first_fit(problem)
 
 
-def _spill_greedy(problem: Problem, settings: None, hooks: Hooks) -> Plan | MemoryPlan:
+def _spill_greedy(problem: Problem, settings: None, hooks: Hooks) -> Plan:
     return spill_greedy_arena(problem) if problem.memories is None else spill_greedy(problem)
 
 

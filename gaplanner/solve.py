@@ -16,7 +16,6 @@ from typing import Any
 
 from gaplanner.errors import InputError
 from gaplanner.plans.capacity import FitAnswer, answer_fit, asks_fit, fits_question
-from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.problem import Problem
 from gaplanner.registry import ALGORITHMS, Hooks, lookup
@@ -75,11 +74,11 @@ def solve(
     should_stop: StopCheck | None = None,
     workers: int | None = 1,
     ray_address: str | None = None,
-) -> Plan | MemoryPlan:
+) -> Plan:
     """A verified plan for ``problem`` from the named algorithm (one of :data:`ALGORITHMS`).
 
-    A problem with memories gets a :class:`MemoryPlan`, see
-    :mod:`gaplanner.search.memories.search`.
+    A problem with memories gets a plan whose blocks carry their memory (see
+    :class:`Plan` and :mod:`gaplanner.search.memories`).
 
     ``settings``: the algorithm's settings object (None: its defaults); an
     algorithm refuses settings of another, and a problem it cannot plan (see
@@ -100,7 +99,7 @@ def solve(
 class Planned:
     """What planning an input gives: its plan, and for a does-it-fit question the answer."""
 
-    plan: Plan | MemoryPlan | None
+    plan: Plan | None
     fit: FitAnswer | None = None
 
     @property
@@ -139,7 +138,7 @@ def plan_input(
         plan = solve(problem, algorithm, settings, on_progress=on_progress, should_stop=should_stop, **where)
         return Planned(plan)
 
-    def solve_one(p: Problem, s: Any, **callbacks: Any) -> Plan | MemoryPlan:
+    def solve_one(p: Problem, s: Any, **callbacks: Any) -> Plan:
         return solve(p, algorithm, s, **callbacks, **where)
 
     answer = answer_fit(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import Annotated, Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
@@ -38,7 +38,10 @@ def model_of(cls: type, name: str) -> type[BaseModel]:
     keeps the two from drifting apart.
     """
     hints = get_type_hints(cls)
-    definitions: dict[str, Any] = {f.name: (hints[f.name], ...) for f in fields(cls)}
+    definitions: dict[str, Any] = {
+        f.name: (hints[f.name], ... if f.default is MISSING else Field(f.default, exclude_if=_absent))
+        for f in fields(cls)
+    }  # a field the dataclass may leave None (a trace's best_cost, one arena) is left out when it is
     return create_model(name, __doc__=cls.__doc__, **definitions)
 
 
@@ -194,7 +197,8 @@ class PlanResult(BaseModel):
     One arena: `peak`, `lower_bound`, `ratio`, `optimal`. Across memories (a
     document with `memories`): `memories` (each memory's peak and blocks), each
     block's `memory`, the total access `cost` and `cost_lower_bound`; `peak` is
-    the sum of the memories' peaks. A document whose memories all have a
+    the sum of the memories' peaks, `lower_bound` a bound on that sum, and
+    `optimal` true when the cost meets `cost_lower_bound`. A document whose memories all have a
     capacity (or one memory with a capacity) asks whether it fits: `fits` is
     true on a plan (a job that does not fit fails, saying why).
     """

@@ -14,7 +14,6 @@ import os
 import signal
 import threading
 import time
-from dataclasses import asdict
 from typing import Any
 
 log = logging.getLogger("service.worker")
@@ -76,7 +75,7 @@ class _Reporter:
         self.records: list[dict[str, Any]] = []  # the GA's trace when the planner keeps none (compare)
 
     def on_progress(self, record: Any) -> None:
-        data = asdict(record)
+        data = record.to_dict()
         self.records.append(data)
         now = time.monotonic()
         if _progress is not None and self.slot is not None and now - self.last_sent >= _interval:
@@ -97,7 +96,7 @@ def _plan(
     """The plan and its JSON, as ``gaplanner plan`` makes them (:func:`gaplanner.solve.plan_input`): a
     does-it-fit question (memories that all have a capacity) is answered, and a plan that does not fit
     is an error naming why."""
-    from gaplanner.search.memories.search import DoesNotFit
+    from gaplanner.errors import DoesNotFit
     from gaplanner.solve import plan_input
 
     workers = {"workers": options["workers"]} if options.get("workers") is not None else {}

@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from gaplanner.errors import InputError
-from gaplanner.plans.memory_plan import MemoryPlan
+from gaplanner.errors import DoesNotFit, InputError
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.problem import Problem
 from gaplanner.search.ga import GASettings, GenerationRecord, ProgressCallback, StopCheck
-from gaplanner.search.memories.search import DoesNotFit
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class FitAnswer:
     lower_bound: int
     proof: str | None
     elapsed: float
-    plan: Plan | MemoryPlan | None = None
+    plan: Plan | None = None
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

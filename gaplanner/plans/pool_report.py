@@ -17,7 +17,6 @@ from typing import Any
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.zoo import ZOO_PREFIX
 from gaplanner.errors import InputError
-from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.loading import EXAMPLE_PREFIX, load_document
 from gaplanner.problem.pools import pool_problem
@@ -182,18 +181,14 @@ def pool_inputs(
     return Pool(together, tuple(shared), pooled, alone, certificate)
 
 
-def compare_alone(
-    pool: Pool, pooled: Plan | MemoryPlan, plan_one: Callable[[Problem], Plan | MemoryPlan]
-) -> PoolComparison:
+def compare_alone(pool: Pool, pooled: Plan, plan_one: Callable[[Problem], Plan]) -> PoolComparison:
     """Plan each model of ``pool`` on its own (``plan_one``) beside the pooled plan."""
     alone = []
     for model, problem in pool.models:
         plan = plan_one(problem)
-        cost = plan.cost if isinstance(plan, MemoryPlan) else None
-        alone.append(ModelAlone(model, plan.peak, int(problem.lower_bound), cost))
-    pooled_cost = pooled.cost if isinstance(pooled, MemoryPlan) else None
+        alone.append(ModelAlone(model, plan.peak, int(problem.lower_bound), plan.cost))
     return PoolComparison(
-        pool.together, pool.shared, pooled.peak, int(pool.problem.lower_bound), tuple(alone), pooled_cost
+        pool.together, pool.shared, pooled.peak, int(pool.problem.lower_bound), tuple(alone), pooled.cost
     )
 
 

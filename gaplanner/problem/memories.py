@@ -5,7 +5,7 @@ memory, at an offset within that memory's capacity, and the plan's cost is the
 bytes written and read, each times its memory's cost per byte. This module
 holds the plain data (:class:`Memory`, :class:`MemorySystem`) and the checks
 of a document's memories; :mod:`gaplanner.search.memories.decoder` places blocks in
-them and :mod:`gaplanner.search.memories.search` searches.
+them and :mod:`gaplanner.search.memories.ga` searches.
 
 How a block's bytes are counted: each tensor of the block is written once (by
 its operator, or by the caller for a model input; a view writes nothing) and

@@ -17,7 +17,6 @@ from typing import Any
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
-from gaplanner.plans.memory_plan import MemoryPlan
 from gaplanner.plans.plan import Plan
 from gaplanner.problem.pools import read_pool_document
 from gaplanner.problem.problem import Problem, build_problem
@@ -58,9 +57,9 @@ def scheduled_problem(
     return build_problem(reordered, name or document.name, rules), result
 
 
-def with_schedule(plan: Plan | MemoryPlan, problem: Problem, result: ScheduleResult | None) -> Plan:
+def with_schedule(plan: Plan, problem: Problem, result: ScheduleResult | None) -> Plan:
     """``plan`` carrying the order its problem runs the operators in and, if searched, the certificate."""
-    if not isinstance(plan, Plan) or problem.document is None:
+    if plan.memory_of is not None or problem.document is None:
         raise InputError("an order is planned in one arena", "schedule")
     order = tuple(op.id for op in problem.document.operators or [])
     return replace(plan, schedule=order, certificate=result)
@@ -75,7 +74,7 @@ def plan_document(
     schedule_settings: ScheduleSettings | None = None,
     rules: Rules | None = None,
     **solve_options: Any,
-) -> Plan | MemoryPlan:
+) -> Plan:
     """Plan a graph document with the operator order ``schedule`` names (see :mod:`gaplanner.schedule`).
 
     ``settings`` and ``solve_options`` go to :func:`gaplanner.solve` for the layout.

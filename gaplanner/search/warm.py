@@ -1,7 +1,7 @@
 """Loading (or compiling) every kernel a search runs before the search's clock starts.
 
 Above the kernels it warms: it runs the GA's island (which runs every kernel
-there is) on three small problems, once per process.
+there is) on three small problems, and an island across memories, once per process.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.ga.island import make_island
 from gaplanner.search.ga.settings import GASettings
 from gaplanner.search.kernels import prepare
+from gaplanner.search.memories.baselines import seed_orders
+from gaplanner.search.memories.decoder import MemoryDecoder
+from gaplanner.search.memories.island import make_memory_islands
 
 _warm = False
 
@@ -33,4 +36,8 @@ def warm_up() -> None:
     settings = GASettings(population=4, elite=1, islands=1, generations=1, time_limit=None)
     for problem in problems:
         make_island(problem, settings, 0).step()
+    memories = load_problem("example:sram_dram")
+    make_memory_islands(memories, settings, MemoryDecoder.for_problem(memories), seed_orders(memories))[
+        0
+    ].step()
     _warm = True

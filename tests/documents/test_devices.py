@@ -21,7 +21,7 @@ from gaplanner.documents.split import split_graph
 from gaplanner.plans.tensor_check import check_tensor_plan
 from gaplanner.plans.verify import find_memory_violation, find_violation
 from gaplanner.search.baselines import BASELINES
-from gaplanner.search.memories.search import plan_order, spill_greedy
+from gaplanner.search.memories.baselines import plan_order, spill_greedy
 from tests.oracles import graph_conflicts
 from tests.strategies import SETTINGS, graph_documents
 

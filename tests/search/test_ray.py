@@ -277,7 +277,7 @@ def test_the_search_across_memories_runs_a_seed_per_worker_and_keeps_the_best(st
     from gaplanner.plans.verify import find_memory_violation
     from gaplanner.problem.loading import problem_from_json
     from gaplanner.search.distributed.memories import best_memory_plan
-    from gaplanner.search.memories.search import memory_ga
+    from gaplanner.search.memories.ga import memory_ga
 
     rng = np.random.default_rng(7)
     lower = rng.integers(0, 30, 40)
@@ -297,6 +297,6 @@ def test_the_search_across_memories_runs_a_seed_per_worker_and_keeps_the_best(st
     alone = [memory_ga(problem, replace(settings, seed=seed)) for seed in (3, 4)]
     best = best_memory_plan(alone)
     assert (on_ray.cost, on_ray.peaks.tolist()) == (best.cost, best.peaks.tolist())
-    assert on_ray.evaluations == sum(plan.evaluations for plan in alone)
+    assert on_ray.search.evaluations == sum(plan.search.evaluations for plan in alone)
     assert find_memory_violation(problem, on_ray.memory_of, on_ray.offsets) is None
     assert on_ray.peaks[0] <= 96

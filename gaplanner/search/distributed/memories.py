@@ -1,7 +1,7 @@
 """The search across memories on Ray: one search per worker, each with its own seed, the best plan kept.
 
-The memory GA (:func:`gaplanner.search.memories.search.memory_ga`) has no islands to
-migrate between, so its distributed form is the simplest one: ``workers``
+The GA across memories (:func:`gaplanner.search.memories.ga.memory_ga`) runs its
+islands in one process; its distributed form is the simplest one: ``workers``
 independent searches, seeds ``seed``, ``seed + 1``, ..., on Ray workers when
 that pays off (:func:`~gaplanner.search.distributed.cost.ray_pays_off`, as for the
 islands), and the plan with the least access cost, then the smallest peaks,
@@ -18,25 +18,25 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from gaplanner.plans.memory_plan import MemoryPlan, make_memory_plan
+from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.problem import Problem
 from gaplanner.search.distributed.cost import ray_pays_off
 from gaplanner.search.distributed.session import ray_session
-from gaplanner.search.ga import GASettings, StopCheck
+from gaplanner.search.ga import GASettings, ProgressCallback, StopCheck
 
 #: How often the driver asks whether to stop while the searches run, in seconds.
 POLL_SECONDS = 0.1
 
 
-def _search(problem: Problem, settings: GASettings) -> MemoryPlan:
-    from gaplanner.search.memories.search import memory_ga  # in the worker process
+def _search(problem: Problem, settings: GASettings) -> Plan:
+    from gaplanner.search.memories.ga import memory_ga  # in the worker process
 
     return memory_ga(problem, settings)
 
 
-def best_memory_plan(plans: list[MemoryPlan]) -> MemoryPlan:
+def best_memory_plan(plans: list[Plan]) -> Plan:
     """Least access cost, then the smallest sum of peaks, then the first seed (as the GA ranks plans)."""
-    return min(plans, key=lambda plan: (plan.cost, int(plan.peaks.sum())))
+    return min(plans, key=lambda plan: (plan.cost, plan.peak))
 
 
 def solve_memories_on_workers(
@@ -45,35 +45,39 @@ def solve_memories_on_workers(
     *,
     workers: int | None = None,
     ray_address: str | None = None,
+    on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
-) -> MemoryPlan:
+) -> Plan:
     """The best of ``workers`` memory searches (seeds from ``settings.seed`` up), on Ray when it pays off.
 
     ``should_stop``: asked while the searches run; True keeps the plans that
-    have come back (or, if none has, waits for the first).
+    have come back (or, if none has, waits for the first). ``on_progress``: the
+    search in this process reports each generation (the workers' do not).
     """
-    from gaplanner.search.memories.search import memory_ga
+    from gaplanner.search.memories.ga import memory_ga
 
     settings = settings or GASettings()
     workers = workers or os.cpu_count() or 1
     if not ray_pays_off(problem, settings, workers, ray_address):
-        return memory_ga(problem, settings, should_stop=should_stop)
+        return memory_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)
     seeds = [replace(settings, seed=settings.seed + k) for k in range(workers)]
     started = time.perf_counter()
     with ray_session(ray_address) as ray:
         search = ray.remote(num_cpus=1)(_search)
         plans = _gather(ray, [search.remote(problem, s) for s in seeds], should_stop)
     best = best_memory_plan(plans)
-    return make_memory_plan(  # verified again here, against this process's problem
-        problem, best.memory_of, best.offsets, best.algorithm, started,
-        generations=best.generations, evaluations=sum(plan.evaluations or 0 for plan in plans),
+    assert best.search is not None
+    evaluations = sum(plan.search.evaluations for plan in plans if plan.search is not None)
+    return make_plan(  # verified again here, against this process's problem
+        problem, best.offsets, best.algorithm, started, memory_of=best.memory_of,
+        stop_reason=best.stop_reason, trace=best.trace, search=replace(best.search, evaluations=evaluations),
     )  # fmt: skip
 
 
-def _gather(ray: Any, pending: list[Any], should_stop: StopCheck | None) -> list[MemoryPlan]:
+def _gather(ray: Any, pending: list[Any], should_stop: StopCheck | None) -> list[Plan]:
     """Every search's plan, in seed order; on a stop request, those finished (at least one)."""
     order = {ref: k for k, ref in enumerate(pending)}
-    done: dict[int, MemoryPlan] = {}
+    done: dict[int, Plan] = {}
     while pending:
         ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_SECONDS)
         for ref in ready:

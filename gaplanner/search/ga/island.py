@@ -63,7 +63,7 @@ def address_order(problem: Problem, offsets: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(problem.n), problem.lower, offsets))
 
 
-def _initial_population(
+def initial_population(
     problem: Problem, size: int, seeds: list[np.ndarray], rng: np.random.Generator
 ) -> np.ndarray:
     randoms = [rng.permutation(problem.n) for _ in range(max(0, size - len(seeds)))]
@@ -74,11 +74,11 @@ def _initial_population(
 class Island:
     """One population and its random stream."""
 
-    fitness: PopulationFitness
+    fitness: PopulationFitness  # or another decoder's (across memories), called the same way
     settings: GASettings
     rng: np.random.Generator
     population: np.ndarray
-    guide: HoleGuide
+    guide: HoleGuide | None
     scores: Scores = field(init=False)
     toolbox: base.Toolbox = field(init=False)
 
@@ -102,6 +102,11 @@ class Island:
     @property
     def best_peak(self) -> int:
         return int(self.scores.peaks.min())
+
+    @property
+    def costs(self) -> np.ndarray | None:
+        """Each individual's access cost, for islands that rank by one first (one arena's: None)."""
+        return None
 
     def _tournament(self, count: int) -> np.ndarray:
         rank = np.empty(len(self.population), np.int64)
@@ -222,7 +227,7 @@ def make_island(
     seeds = heuristic_orders(problem) if seeds is None else seeds
     rng = np.random.default_rng(np.random.SeedSequence(settings.seed).spawn(settings.islands)[index])
     fitness = PopulationFitness(problem, settings.use_contiguity)
-    population = _initial_population(problem, settings.population, seeds[index :: settings.islands], rng)
+    population = initial_population(problem, settings.population, seeds[index :: settings.islands], rng)
     return Island(fitness, settings, rng, population, HoleGuide.for_problem(problem))
 
 

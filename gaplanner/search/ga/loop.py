@@ -66,23 +66,8 @@ def run_ga(
     seeds = [address_order(problem, offsets) for offsets in seed_offsets]
     islands = make_islands(problem, settings, [*seeds, *heuristic_orders(problem, list(plans.values()))])
     pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
-    trace: list[GenerationRecord] = []
-    while True:
-        record = generation_record(islands, len(trace), started)
-        trace.append(record)
-        if on_progress is not None:
-            on_progress(record)
-        stop_reason = termination.reason(record.generation, record.best_peak, record.evaluations)
-        step = pacing.next_step(seconds_left(settings, started))
-        if stop_reason is None and step is None:
-            stop_reason = "time limit"
-        if stop_reason is not None:
-            break
-        if exchange is not None:
-            _trade(problem, islands, exchange)
-        pacing.run(step, islands)
-        if len(trace) % settings.migration_interval == 0:
-            migrate(islands, settings.migrants)
+    trade = None if exchange is None else lambda: _trade(problem, islands, exchange)
+    trace, stop_reason = evolve(islands, settings, termination, pacing, started, on_progress, trade)
     return make_plan(
         problem,
         _best_offsets(islands),
@@ -90,8 +75,44 @@ def run_ga(
         started,
         stop_reason=stop_reason,
         trace=trace,
-        search=SearchStats(record.generation, record.evaluations, settings.seed, settings.population),
+        search=SearchStats(trace[-1].generation, trace[-1].evaluations, settings.seed, settings.population),
     )
+
+
+def evolve(
+    islands: Sequence[Island],
+    settings: GASettings,
+    termination: Termination,
+    pacing: Pacing,
+    started: float,
+    on_progress: ProgressCallback | None = None,
+    trade: Callable[[], None] | None = None,
+) -> tuple[list[GenerationRecord], str]:
+    """Record, stop or step the islands, migrate; again, until a stop reason: the trace and that reason.
+
+    The loop of every GA here, one arena's and the memories' (their islands
+    differ in decoding and operators, not in the loop). ``trade``: run before
+    each generation (the exchange with a search beside this one).
+    """
+    trace: list[GenerationRecord] = []
+    while True:
+        record = generation_record(islands, len(trace), started)
+        trace.append(record)
+        if on_progress is not None:
+            on_progress(record)
+        stop_reason = termination.reason(
+            record.generation, record.best_peak, record.evaluations, record.best_cost
+        )
+        step = pacing.next_step(seconds_left(settings, started))
+        if stop_reason is None and step is None:
+            stop_reason = "time limit"
+        if stop_reason is not None:
+            return trace, stop_reason
+        if trade is not None:
+            trade()
+        pacing.run(step, islands)
+        if len(trace) % settings.migration_interval == 0:
+            migrate(list(islands), settings.migrants)
 
 
 def _best_offsets(islands: list[Island]) -> np.ndarray:
@@ -105,15 +126,26 @@ def _trade(problem: Problem, islands: list[Island], exchange: Exchange) -> None:
         islands[k % len(islands)].immigrate(address_order(problem, offsets)[None])
 
 
-def generation_record(islands: list[Island], generation: int, started: float) -> GenerationRecord:
-    """The trace's record of ``generation``: best and mean peak over all islands, evaluations so far."""
+def generation_record(islands: Sequence[Island], generation: int, started: float) -> GenerationRecord:
+    """The trace's record of ``generation``: best and mean peak over all islands, evaluations so far.
+
+    Islands that score an access cost (across memories) rank by it first: the
+    record has the least cost found and, of the plans at that cost, the least peak.
+    """
     peaks = np.concatenate([island.scores.peaks for island in islands])
+    best_peak, best_cost = int(peaks.min()), None
+    if islands[0].costs is not None:
+        costs = np.concatenate([island.costs for island in islands])
+        least = costs.min()
+        best_peak = int(peaks[costs == least].min())
+        best_cost = float(least) if np.isfinite(least) else None
     return GenerationRecord(
         generation=generation,
-        best_peak=int(peaks.min()),
+        best_peak=best_peak,
         mean_peak=float(peaks.mean()),
         evaluations=sum(island.fitness.evaluations for island in islands),
         elapsed=time.perf_counter() - started,
+        best_cost=best_cost,
     )
 
 

@@ -15,21 +15,31 @@ StopCheck = Callable[[], bool]
 
 @dataclass
 class Termination:
-    """When to stop: limits from the settings, the lower bound, or a caller's stop request."""
+    """When to stop: limits from the settings, the lower bound, or a caller's stop request.
+
+    ``by_cost``: the search minimises an access cost first (across memories),
+    then the peak; ``lower_bound`` is then the cost's bound, and an
+    improvement is a lower cost, or an equal cost with a lower peak.
+    """
 
     settings: GASettings
-    lower_bound: int
+    lower_bound: float
     should_stop: StopCheck | None = None
     started: float = field(default_factory=time.perf_counter)
-    best: float = math.inf
+    by_cost: bool = False
+    best: tuple[float, ...] | None = None
     last_improvement: int = 0
 
-    def reason(self, generation: int, best_peak: int, evaluations: int = 0) -> str | None:
-        """Why the search stops after ``generation``, or None to go on."""
+    def reason(
+        self, generation: int, best_peak: int, evaluations: int = 0, best_cost: float | None = None
+    ) -> str | None:
+        """Why the search stops after ``generation``, or None to go on (``best_cost``: with ``by_cost``,
+        None while no plan was found)."""
         s = self.settings
-        if best_peak < self.best:
-            self.best, self.last_improvement = best_peak, generation
-        if best_peak <= self.lower_bound:
+        key = (math.inf if best_cost is None else best_cost, best_peak) if self.by_cost else (best_peak,)
+        if self.best is None or key < self.best:
+            self.best, self.last_improvement = key, generation
+        if key[0] <= self.lower_bound:
             return "lower bound reached"
         if self.should_stop is not None and self.should_stop():
             return "stopped by request"

@@ -1,1 +1,2 @@
-"""The search across several memories: its decoder and its search."""
+"""The search across several memories: its decoder, its fitness, its island for the GA's loop, its
+baselines."""

@@ -1,0 +1,102 @@
+"""The GA across memories: the GA's loop (:func:`gaplanner.search.ga.loop.evolve`) on islands that decode
+orders across the memories (:mod:`gaplanner.search.memories.island`), for the least access cost, then
+the smallest peaks.
+
+It starts from the spill order and from memories filled by access saved per
+byte (:func:`~gaplanner.search.memories.baselines.seed_orders`), and ends with
+a local search that moves the best order's slow blocks to the front one at a
+time while the cost drops.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gaplanner.plans.plan import Plan, SearchStats
+from gaplanner.problem.problem import Problem
+from gaplanner.search.ga.budget import Pacing, first_generation_seconds, fit_population_to_budget
+from gaplanner.search.ga.loop import ProgressCallback, evolve
+from gaplanner.search.ga.settings import GASettings
+from gaplanner.search.ga.termination import StopCheck, Termination
+from gaplanner.search.memories.baselines import plan_placement, seed_orders
+from gaplanner.search.memories.decoder import MemoryDecoder
+from gaplanner.search.memories.fitness import MemoryFitness, MemoryScores
+from gaplanner.search.memories.island import MemoryIsland, make_memory_islands, to_front
+
+
+def memory_ga(
+    problem: Problem,
+    settings: GASettings | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+) -> Plan:
+    """Search orders decoded across memories; the best verified plan with its convergence trace.
+
+    :class:`~gaplanner.errors.DoesNotFit` when no order placed every block
+    within the memories' capacities.
+    """
+    settings = settings or GASettings()
+    started = time.perf_counter()
+    decoder = MemoryDecoder.for_problem(problem)
+    seeds = seed_orders(problem)
+    decoding = time.perf_counter()
+    decoder.decode(seeds[0])
+    settings = fit_population_to_budget(problem, settings, time.perf_counter() - decoding)
+    lower_bound = problem.memories.cost_lower_bound()  # type: ignore[union-attr]
+    termination = Termination(settings, lower_bound, should_stop, started, by_cost=True)
+    building = time.perf_counter()
+    islands = make_memory_islands(problem, settings, decoder, seeds)
+    pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
+    trace, stop_reason = evolve(islands, settings, termination, pacing, started, on_progress)
+    order, scores = _best(islands)
+    out_of_time = _out_of_time(settings, started, should_stop)
+    order, scores, polished = polish(MemoryFitness(decoder), order, scores, out_of_time)
+    evaluations = trace[-1].evaluations + polished
+    search = SearchStats(trace[-1].generation, evaluations, settings.seed, settings.population)
+    return plan_placement(
+        problem, scores.memory_of[0], scores.offsets[0], float(scores.costs[0]), "ga", started,
+        stop_reason=stop_reason, trace=trace, search=search,
+    )  # fmt: skip
+
+
+def _best(islands: list[MemoryIsland]) -> tuple[np.ndarray, MemoryScores]:
+    """The best order over all islands (least cost, then peak, then the first island) and its scores."""
+    ranked = [(island.scores.costs[i], island.scores.peaks[i], k, i) for k, island in enumerate(islands)
+              for i in [island.best_index]]  # fmt: skip
+    _, _, k, i = min(ranked)
+    best = islands[k]
+    return best.population[i], best.scores.take(np.array([i]))
+
+
+def polish(
+    fitness: MemoryFitness, order: np.ndarray, scores: MemoryScores, out_of_time: Callable[[], bool]
+) -> tuple[np.ndarray, MemoryScores, int]:
+    """Move the best order's slow blocks to the front, one at a time, while the cost drops.
+
+    Each round tries every block left in a slower memory at the front of the
+    order and keeps the best result if it beats the best; also the orders it decoded.
+    """
+    evaluations = 0
+    while not out_of_time():
+        slow = np.flatnonzero(scores.memory_of[0][order] > 0)
+        if not len(slow):
+            break
+        tries, placed = fitness(to_front(order, slow))
+        evaluations += len(tries)
+        i = int(placed.ranking()[0])
+        if (placed.costs[i], placed.peaks[i]) >= (scores.costs[0], scores.peaks[0]):
+            break
+        order, scores = tries[i], placed.take(np.array([i]))
+    return order, scores, evaluations
+
+
+def _out_of_time(settings: GASettings, started: float, should_stop: StopCheck | None) -> Callable[[], bool]:
+    def check() -> bool:
+        late = settings.time_limit is not None and time.perf_counter() - started >= settings.time_limit
+        return late or (should_stop is not None and should_stop())
+
+    return check
