@@ -54,9 +54,10 @@ class ProgressLine:
             return
         self.last_shown, self.shown = record.elapsed, True
         ratio = record.best_peak / self.lower_bound if self.lower_bound else 1.0
+        cost = "" if record.best_cost is None else f"best cost {record.best_cost:.6g}, "  # across memories
         print(
-            f"{chr(13) if self.tty else ''}generation {record.generation:6d}  best peak {record.best_peak} "
-            f"(x{ratio:.4f} of the lower bound)  {record.elapsed:6.1f} s",
+            f"{chr(13) if self.tty else ''}generation {record.generation:6d}  {cost}"
+            f"best peak {record.best_peak} (x{ratio:.4f} of the lower bound)  {record.elapsed:6.1f} s",
             end="" if self.tty else "\n",
             file=sys.stderr,
             flush=True,

@@ -96,7 +96,7 @@ def plan_pool_document(
     schedule_settings: ScheduleSettings | None = None,
     rules: Rules | None = None,
     **solve_options: Any,
-) -> Plan | MemoryPlan:
+) -> Plan:
     """Plan a pool document (``{"models": [...], ...}``) in the interleaving ``schedule`` names.
 
     ``fixed``: the document's own ``schedule``; ``search``: the interleaving of
@@ -114,8 +114,8 @@ def plan_pool_document(
     return replace(with_interleaving(plan, result), elapsed=time.perf_counter() - began)
 
 
-def with_interleaving(plan: Plan | MemoryPlan, result: ScheduleResult) -> Plan:
+def with_interleaving(plan: Plan, result: ScheduleResult) -> Plan:
     """A pool's plan carrying its searched interleaving (``MODEL/operator`` ids) and certificate."""
-    if not isinstance(plan, Plan):
+    if plan.memory_of is not None:
         raise InputError("an order is planned in one arena", "schedule")
     return replace(plan, schedule=result.order, certificate=result)

@@ -17,6 +17,7 @@ the same plan even when they run at once in one process.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from deap import base
@@ -81,6 +82,8 @@ class Island:
     guide: HoleGuide | None
     scores: Scores = field(init=False)
     toolbox: base.Toolbox = field(init=False)
+    #: Of the children a crossover made, the share mutated too (the others are mutated alone).
+    crossed_mutation_rate: ClassVar[float] = 0.2
 
     def __post_init__(self) -> None:
         self.toolbox = base.Toolbox()
@@ -130,9 +133,23 @@ class Island:
         hole_moves(orders, rows[hole], self.scores.offsets[parents[hole]], self.guide, self.rng)
 
     def step(self) -> None:
-        """One generation: elite kept, children bred, everyone scored, then the local search."""
-        s, tb = self.settings, self.toolbox
+        """One generation: children bred and scored, the survivors chosen, then the local search."""
         ranking = self._ranking()
+        children, scores = self._offspring(ranking)
+        self._survive(ranking, children, scores)
+        if self.settings.local_search:
+            self.local_search()
+
+    def _survive(self, ranking: np.ndarray, children: np.ndarray, scores: Scores) -> None:
+        """The next population: the elite and the children (generational, with elitism)."""
+        elite = ranking[: self.settings.elite]
+        self.population = np.concatenate([self.population[elite], children])
+        self.scores = self.scores.take(elite).join(scores)
+
+    def _offspring(self, ranking: np.ndarray) -> tuple[np.ndarray, Scores]:
+        """As many children as the population has places beside the elite, bred and scored (repeats of
+        the elite or of each other mutated and scored again)."""
+        s, tb = self.settings, self.toolbox
         elite = self.population[ranking[: s.elite]]
         count = len(self.population) - s.elite
         parents = tb.select(2 * count).reshape(count, 2)
@@ -140,15 +157,12 @@ class Island:
         crossed = self.rng.random(count) < s.crossover_rate
         if crossed.any():
             children[crossed] = tb.mate(self.population, parents[crossed])
-        mutated = np.flatnonzero(~crossed | (self.rng.random(count) < 0.2))
+        mutated = np.flatnonzero(~crossed | (self.rng.random(count) < self.crossed_mutation_rate))
         tb.mutate(children, mutated, parents[mutated, 0])
         children, scores = tb.evaluate(children, self._known_prefixes(children, parents))
         if s.deduplicate:
             children, scores = self._diversify(elite, children, scores, parents[:, 0])
-        self.population = np.concatenate([elite, children])
-        self.scores = self.scores.take(ranking[: s.elite]).join(scores)
-        if s.local_search:
-            self.local_search()
+        return children, scores
 
     def _known_prefixes(self, children: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per child, the length of the leading part it shares with the closer parent, and its offsets."""

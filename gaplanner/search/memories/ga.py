@@ -25,6 +25,7 @@ from gaplanner.search.memories.baselines import plan_placement, seed_orders
 from gaplanner.search.memories.decoder import MemoryDecoder
 from gaplanner.search.memories.fitness import MemoryFitness, MemoryScores
 from gaplanner.search.memories.island import MemoryIsland, make_memory_islands, to_front
+from gaplanner.search.warm import warm_up
 
 
 def memory_ga(
@@ -37,8 +38,10 @@ def memory_ga(
     """Search orders decoded across memories; the best verified plan with its convergence trace.
 
     :class:`~gaplanner.errors.DoesNotFit` when no order placed every block
-    within the memories' capacities.
+    within the memories' capacities. The time limit counts from after
+    :func:`~gaplanner.search.warm.warm_up`, as for one arena.
     """
+    warm_up()
     settings = settings or GASettings()
     started = time.perf_counter()
     decoder = MemoryDecoder.for_problem(problem)

@@ -1,8 +1,10 @@
 """The GA's island across memories: one arena's :class:`~gaplanner.search.ga.island.Island` with the
 memories' decoder as its fitness and operators that move blocks between memories.
 
-Selection, crossover, elitism, repeats mutated again, migration and the loop
-are the GA's own; what differs is what an order means. An order is decoded
+Selection, crossover, repeats mutated again, migration and the loop are the
+GA's own; what differs is what an order means, and who survives: the best of
+parents and children together, one per (cost, peak) first, as the cost
+landscape is flat where many orders place the same blocks in the fast memory. An order is decoded
 across the memories (:mod:`gaplanner.search.memories.fitness`: fastest memory
 with room, first-fit there), and it is not re-sorted by address (addresses in
 different memories do not compare). Its mutations are *promotions* (a block
@@ -71,10 +73,24 @@ class MemoryIsland(Island):
     """An island whose individuals are decoded across memories (see the module docstring)."""
 
     scores: MemoryScores  # type: ignore[assignment]
+    #: Every child is mutated: two parents often place the same blocks in the fast memory, and their
+    #: child would decode as one of them.
+    crossed_mutation_rate = 1.0
 
     @property
     def costs(self) -> np.ndarray:
         return self.scores.costs
+
+    def _survive(self, ranking: np.ndarray, children: np.ndarray, scores: MemoryScores) -> None:  # type: ignore[override]
+        """The best of the population and the children, as many as there are places (DEAP's mu + lambda),
+        one of each (cost, peak) first: copies of the best would crowd out the rest."""
+        orders, merged = np.concatenate([self.population, children]), self.scores.join(scores)
+        ranked = merged.ranking()
+        costs, peaks = merged.costs[ranked], merged.peaks[ranked]
+        distinct = np.ones(len(ranked), bool)
+        distinct[1:] = (costs[1:] != costs[:-1]) | (peaks[1:] != peaks[:-1])
+        keep = np.concatenate([ranked[distinct], ranked[~distinct]])[: len(self.population)]
+        self.population, self.scores = orders[keep], merged.take(keep)
 
     def _mutate(self, orders: np.ndarray, rows: np.ndarray, parents: np.ndarray) -> None:
         """Mutate ``orders[rows]``: one move, then more with probability one half each, using where the
