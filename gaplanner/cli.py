@@ -20,7 +20,7 @@ from gaplanner.documents.onnx_schedule import write_scheduled_model
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError
-from gaplanner.plans.files import check_plan_file, plan_json, write_text
+from gaplanner.plans.files import check_plan_file, plan_json, read_plan_schedule, write_text
 from gaplanner.plans.plan import GenerationRecord, Plan
 from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs, read_schedule, schedule_line
 from gaplanner.problem.loading import load_document, load_pool_data, load_problem
@@ -286,8 +286,22 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    print(check_plan_file(load_problem(args.input, rules=_rules(args)), args.plan).summary())
+    order = read_plan_schedule(args.plan)
+    problem = load_problem(args.input, rules=_rules(args)) if order is None else _in_order(args, order)
+    print(check_plan_file(problem, args.plan).summary())
     return 0
+
+
+def _in_order(args: argparse.Namespace, order: list[str]) -> Problem:
+    """The input run in the order a plan carries (a pool's: the models' interleaving)."""
+    try:
+        if (pool_data := load_pool_data(args.input)) is not None:
+            pool, models = read_pool_document(pool_data[0])
+            return scheduled_pool(pool, models, order, _rules(args), name=pool_data[1])[0]
+        return scheduled_problem(load_document(args.input), order, _rules(args))[0]
+    except InputError as exc:  # an order the input cannot run: the plan's field
+        field = exc.field or ""
+        raise InputError(exc.reason, f"plan.{field}" if field.startswith("schedule") else exc.field) from None
 
 
 def _bounds(args: argparse.Namespace) -> int:

@@ -93,6 +93,20 @@ def read_memories(problem: Problem, source: str | Path) -> dict[str, str]:
         raise InputError("every block of a plan across memories needs a memory", "plan.blocks") from None
 
 
+def read_plan_schedule(source: str | Path) -> list[str] | None:
+    """The operator order a JSON plan is for (its ``schedule``: searched or given), or None."""
+    path = _resolve(source)
+    if path.suffix.lower() == ".csv":
+        return None
+    data = _read_json(path)
+    order = data.get("schedule") if isinstance(data, dict) else None
+    if order is None:
+        return None
+    if not isinstance(order, list) or not all(isinstance(op_id, str) for op_id in order):
+        raise InputError("must be a list of operator ids", "plan.schedule")
+    return order
+
+
 def write_text(path: str | Path | None, text: str) -> None:
     """Write to a file, or to stdout when ``path`` is None or ``-``."""
     if path is None or str(path) == "-":

@@ -265,6 +265,11 @@ def test_the_cli_searches_a_pool_documents_interleaving_and_takes_it_back_as_a_f
     again = json.loads(out)
     assert again["lower_bound"] == searched["lower_bound"] and again["peak"] == searched["peak"]
     assert [t["id"] for t in again["tensors"]] == [t["id"] for t in searched["tensors"]]
+    code, out, err = run(capsys, "verify", pool, write(tmp_path, "plan.json", searched))
+    assert code == 0 and out.startswith("valid"), err  # checked against the pool run in its schedule
+    swapped = {**searched, "schedule": ["a/op1", "a/op0", *searched["schedule"][2:]]}
+    code, out, err = run(capsys, "verify", pool, write(tmp_path, "bad.json", swapped))
+    assert code == 2 and "plan.schedule[" in err and "which its model runs first" in err
 
 
 def test_the_cli_searches_the_interleaving_of_separate_inputs(capsys, tmp_path: Path) -> None:

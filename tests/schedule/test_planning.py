@@ -121,6 +121,10 @@ def test_the_cli_plans_a_searched_order_and_writes_the_schedule_column(tmp_path:
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(data))
+    assert main(["verify", str(source), str(plan_file)]) == 0  # against the document run in its schedule
+    assert capsys.readouterr().out.startswith("valid")
     assert lines[0].endswith(",schedule")
     assert [line.rsplit(",", 1)[1] for line in lines[1:10]] == data["schedule"]
 
