@@ -11,21 +11,24 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from gaplanner.cli_parser import DEFAULT_INPUT, build_parser
+from gaplanner.deadline import Deadline, process_started
 from gaplanner.documents.onnx_schedule import write_scheduled_model
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError
 from gaplanner.plans.files import check_plan_file, plan_json, read_plan_schedule, write_text
-from gaplanner.plans.plan import GenerationRecord, Plan
+from gaplanner.plans.plan import Plan
 from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs, read_schedule, schedule_line
 from gaplanner.problem.loading import load_document, load_pool_data, load_problem
 from gaplanner.problem.pools import read_pool_document
 from gaplanner.problem.problem import Problem
+from gaplanner.progress import ProgressLine
 from gaplanner.schedule import ScheduleResult, ScheduleSettings
 from gaplanner.schedule.interleave import scheduled_pool
 from gaplanner.schedule.planning import scheduled_problem, with_interleaving, with_schedule
@@ -34,38 +37,12 @@ from gaplanner.solve import Planned, compare, plan_input, settings_for, solve
 Handler = Callable[[argparse.Namespace], int]
 
 
-class ProgressLine:
-    """Best peak and generation on stderr once a run has lasted a second.
-
-    On a terminal one line is rewritten 4 times a second; otherwise a line is
-    printed at the first second, then every 5 seconds.
-    """
-
-    def __init__(self, lower_bound: int, quiet: bool) -> None:
-        self.lower_bound, self.quiet = lower_bound, quiet
-        self.tty = sys.stderr.isatty()
-        self.last_shown = 0.0
-        self.shown = False
-
-    def __call__(self, record: GenerationRecord) -> None:
-        interval = 0.25 if self.tty else 5.0
-        too_soon = self.shown and record.elapsed - self.last_shown < interval
-        if self.quiet or record.elapsed < 1.0 or too_soon:
-            return
-        self.last_shown, self.shown = record.elapsed, True
-        ratio = record.best_peak / self.lower_bound if self.lower_bound else 1.0
-        cost = "" if record.best_cost is None else f"best cost {record.best_cost:.6g}, "  # across memories
-        print(
-            f"{chr(13) if self.tty else ''}generation {record.generation:6d}  {cost}"
-            f"best peak {record.best_peak} (x{ratio:.4f} of the lower bound)  {record.elapsed:6.1f} s",
-            end="" if self.tty else "\n",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def close(self) -> None:
-        if self.shown and self.tty:
-            print(file=sys.stderr)
+#: Estimated seconds of writing the plan (JSON or CSV) per block: a high estimate from plans of a
+#: million blocks on a loaded machine, kept back from the time limit.
+OUTPUT_SECONDS_PER_BLOCK = 5e-6
+#: Of the time limit, the most the order search (``--schedule search``) may take; the layout search
+#: gets what is left after it (all the rest when the order search ends early).
+SCHEDULE_SHARE = 0.5
 
 
 def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
@@ -143,7 +120,15 @@ def _schedule_option(args: argparse.Namespace) -> str | list[str] | None:
 
 
 def _order_settings(args: argparse.Namespace) -> ScheduleSettings:
-    return ScheduleSettings() if args.seed is None else ScheduleSettings(seed=args.seed)
+    """The order search's settings: the seed given, and with a time limit (``args.deadline``) up to
+    :data:`SCHEDULE_SHARE` of the time left, the cut bound's seconds out of it."""
+    given: dict[str, Any] = {} if args.seed is None else {"seed": args.seed}
+    deadline: Deadline | None = getattr(args, "deadline", None)
+    if deadline is not None and deadline.limit is not None:
+        seconds = max(SCHEDULE_SHARE * deadline.left(), 0.01)
+        given.update(time_limit=seconds, cut_seconds=min(ScheduleSettings().cut_seconds, seconds / 5))
+        deadline.stage("order search")
+    return ScheduleSettings(**given)
 
 
 def _schedule_flag(args: argparse.Namespace, exc: InputError, flags: dict[str, str]) -> InputError:
@@ -211,28 +196,36 @@ def _check_write_model(args: argparse.Namespace) -> None:
 def _plan(args: argparse.Namespace) -> int:
     """The plan (exit 0), or for a does-it-fit question the answer (exit 0 fits, 3 does not)."""
     _check_write_model(args)
-    pool = _pool(args)
-    if pool is not None:
-        problem, searched, pooled = pool.problem, pool.certificate, True
-    else:
-        problem, searched, pooled = _single_problem(args)
     settings = _settings(args, args.algorithm)
-    progress = ProgressLine(problem.lower_bound, args.quiet)
+    limit = getattr(settings, "time_limit", None)
+    progress = ProgressLine(0, args.quiet, limit, args.started)
+    # The time limit counts from the command's start: reading the input, an order search, the layout
+    # search and its verification, and writing the plan (kept back) all come out of it.
+    args.deadline = Deadline(limit, args.started, listener=progress.stage)
     try:
+        progress.stage("reading the input")
+        pool = _pool(args)
+        if pool is not None:
+            problem, searched, pooled = pool.problem, pool.certificate, True
+        else:
+            problem, searched, pooled = _single_problem(args)
+        progress.lower_bound = problem.lower_bound
+        searching = args.deadline.keeping(OUTPUT_SECONDS_PER_BLOCK * problem.n)
         # stdout carries the plan only: what prints during the search (Ray's notes on a dead
         # worker, say) goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             planned = plan_input(
                 problem, args.algorithm, settings, capacity=args.capacity, on_progress=progress,
-                workers=args.workers, ray_address=args.ray_address,
+                workers=args.workers, ray_address=args.ray_address, deadline=searching,
             )  # fmt: skip
+        progress.stage("writing the plan")
+        if planned.fit is None and pooled and searched is not None:  # the interleaving as MODEL/operator ids
+            planned = replace(planned, plan=with_interleaving(planned.plan, searched))
+        elif planned.fit is None and not pooled and args.schedule not in (None, "fixed"):
+            planned = replace(planned, plan=with_schedule(planned.plan, problem, searched))
+        return _print_planned(args, planned, pool, problem)
     finally:
         progress.close()
-    if planned.fit is None and pooled and searched is not None:  # the interleaving as MODEL/operator ids
-        planned = replace(planned, plan=with_interleaving(planned.plan, searched))
-    elif planned.fit is None and not pooled and args.schedule not in (None, "fixed"):
-        planned = replace(planned, plan=with_schedule(planned.plan, problem, searched))
-    return _print_planned(args, planned, pool, problem)
 
 
 def _print_planned(args: argparse.Namespace, planned: Planned, pool: Pool | None, problem: Problem) -> int:
@@ -272,7 +265,7 @@ def _compare_alone(args: argparse.Namespace, pool: Pool, pooled: Plan) -> dict[s
 
 def _compare(args: argparse.Namespace) -> int:
     problem = _load(args, args.input)
-    progress = ProgressLine(problem.lower_bound, args.quiet)
+    progress = ProgressLine(problem.lower_bound, args.quiet, started=args.started)
     try:
         rows = compare(problem, _settings(args), on_progress=progress)
     finally:
@@ -410,7 +403,11 @@ HANDLERS: dict[str, Handler] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The time limit counts from the process's start when this is the program (``argv`` None), else
+    # from this call (a test calling it in a process that has run for a while).
+    started = process_started() if argv is None else time.perf_counter()
     args = build_parser().parse_args(argv)
+    args.started = started
     handler = HANDLERS[args.command]
     try:
         return handler(args)

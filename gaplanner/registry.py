@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.errors import InputError
 from gaplanner.plans.plan import Plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.baselines import best_fit_coalescing, first_fit, greedy_size
 from gaplanner.search.exact import ExactSettings, exact_search
@@ -55,6 +57,8 @@ class Hooks:
     should_stop: StopCheck | None = None
     workers: int | None = 1
     ray_address: str | None = None
+    #: The run's deadline (:mod:`gaplanner.deadline`); None: the settings' time limit, from after loading.
+    deadline: Deadline | None = None
 
 
 Runner = Callable[[Problem, Any, Hooks], Plan]
@@ -124,15 +128,20 @@ def _time_left(settings: GASettings | ExactSettings, started: float) -> GASettin
 def _merged(run: Runner, time_limit: Callable[[Any], float | None]) -> Runner:
     """``run`` on the problem with its blocks of one lifetime merged, where that lets the exact search
     take a problem too large for it whole (see :mod:`gaplanner.search.exact.shared_lifetimes`); the plan
-    is expanded to the original. Merging counts against the time limit."""
+    is expanded to the original. Merging counts against the time limit (the run's deadline, if given),
+    and the expanded plan's verification is kept back from the search."""
 
     def merged_run(problem: Problem, settings: Any, hooks: Hooks) -> Plan:
         started = time.perf_counter()
         limit = time_limit(settings)
-        merged = merged_for_exact_search(problem, limit) if limit is not None else None
+        deadline = hooks.deadline
+        seconds = limit if deadline is None or limit is None else deadline.left()
+        merged = merged_for_exact_search(problem, seconds) if seconds is not None else None
         if merged is None:
             return run(problem, settings, hooks)
-        plan = merged_run(merged.problem, _time_left(settings or ExactSettings(), started), hooks)
+        if deadline is not None:
+            hooks = replace(hooks, deadline=deadline.keeping(verify_seconds(problem)))
+        plan = run(merged.problem, _time_left(settings or ExactSettings(), started), hooks)
         return merged.original_plan(problem, plan, started)  # type: ignore[arg-type]
 
     return merged_run
@@ -162,7 +171,8 @@ def _ga_arena(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Pl
 
     def genetic(
         ga_settings: GASettings | None, seeds: Sequence[np.ndarray], report: ProgressCallback | None,
-        exchange: Exchange | None, stop: StopCheck | None,
+        exchange: Exchange | None, stop: StopCheck | None, deadline: Deadline | None = None,
+        plans: dict[str, Plan] | None = None,
     ) -> Plan:  # fmt: skip
         if on_ray:  # the islands on Ray start from the baselines' plans alone and trade nothing
             from gaplanner.search.distributed import solve_islands  # Ray stays optional
@@ -172,11 +182,14 @@ def _ga_arena(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Pl
                 should_stop=stop,
             )  # fmt: skip
         return run_ga(
-            problem, ga_settings, seed_offsets=seeds, on_progress=report, should_stop=stop, exchange=exchange
-        )
+            problem, ga_settings, seed_offsets=seeds, on_progress=report, should_stop=stop, exchange=exchange,
+            deadline=deadline, plans=plans,
+        )  # fmt: skip
 
     hooks_ = (hooks.on_progress, hooks.should_stop)
-    return ga_with_exact(problem, settings, genetic, *hooks_, side_by_side=not on_ray)
+    return ga_with_exact(
+        problem, settings, genetic, *hooks_, side_by_side=not on_ray, deadline=hooks.deadline
+    )
 
 
 def _ga_time_limit(settings: GASettings | None) -> float | None:
@@ -207,7 +220,13 @@ def _ga(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Plan:
 
 
 def _exact(problem: Problem, settings: ExactSettings | None, hooks: Hooks) -> Plan:
-    return exact_search(problem, settings, on_progress=hooks.on_progress, should_stop=hooks.should_stop)
+    return exact_search(
+        problem,
+        settings,
+        on_progress=hooks.on_progress,
+        should_stop=hooks.should_stop,
+        deadline=hooks.deadline,
+    )
 
 
 def _first_fit(problem: Problem, settings: None, hooks: Hooks) -> Plan:
@@ -235,7 +254,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("greedy-size", lambda problem, settings, hooks: greedy_size(problem), baseline=True),
         Algorithm(
             "random-search",
-            lambda problem, settings, hooks: random_search(problem, settings),
+            lambda problem, settings, hooks: random_search(problem, settings, hooks.deadline),
             RandomSearchSettings,
         ),
         Algorithm("exact", _merged(_exact, lambda s: (s or ExactSettings()).time_limit), ExactSettings),

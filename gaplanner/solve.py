@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from gaplanner.deadline import Deadline
 from gaplanner.errors import InputError
 from gaplanner.plans.capacity import FitAnswer, answer_fit, asks_fit, fits_question
 from gaplanner.plans.plan import Plan
@@ -74,6 +75,7 @@ def solve(
     should_stop: StopCheck | None = None,
     workers: int | None = 1,
     ray_address: str | None = None,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """A verified plan for ``problem`` from the named algorithm (one of :data:`ALGORITHMS`).
 
@@ -87,12 +89,15 @@ def solve(
     this machine's cores) runs an algorithm that can use workers (the GA) as at
     least that many islands, on Ray workers when that pays off (``ray_address``
     or ``RAY_ADDRESS`` names a cluster), see :mod:`gaplanner.search.distributed`;
-    the others run in this process.
+    the others run in this process. ``deadline``: when the whole run must end (see
+    :mod:`gaplanner.deadline`; the command line's counts from its start); by default the settings'
+    time limit, counted from after the compiled code is loaded. The GA, the exact search and random
+    search spend it on everything they do, their plan's verification included.
     """
     chosen = lookup(algorithm)
     chosen.refuse(problem, settings)
     workers = workers if chosen.capabilities.workers else 1
-    return chosen.run(problem, settings, Hooks(on_progress, should_stop, workers, ray_address))
+    return chosen.run(problem, settings, Hooks(on_progress, should_stop, workers, ray_address, deadline))
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ def plan_input(
     should_stop: StopCheck | None = None,
     workers: int | None = 1,
     ray_address: str | None = None,
+    deadline: Deadline | None = None,
 ) -> Planned:
     """:func:`solve`, or the does-it-fit answer (:mod:`gaplanner.plans.capacity`) when the input asks.
 
@@ -133,7 +139,7 @@ def plan_input(
     and the service both plan through this.
     """
     problem, capacity = fits_question(problem, capacity)
-    where = {"workers": workers, "ray_address": ray_address}
+    where = {"workers": workers, "ray_address": ray_address, "deadline": deadline}
     if not asks_fit(problem, capacity):
         plan = solve(problem, algorithm, settings, on_progress=on_progress, should_stop=should_stop, **where)
         return Planned(plan)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from gaplanner.cli import ProgressLine, main
-from gaplanner.plans.plan import GenerationRecord
+import gaplanner
+from gaplanner.cli import main
+from gaplanner.search.exact import warm_up as warm_up_exact
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -34,18 +36,23 @@ def test_plan_prints_the_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert {"algorithm", "elapsed_seconds", "optimal"} <= plan.keys()
 
 
-@pytest.mark.parametrize("quiet", [False, True])
-def test_progress_shows_from_the_first_second_then_every_five(capsys, quiet: bool) -> None:
-    progress = ProgressLine(lower_bound=100, quiet=quiet)  # stderr is not a terminal under capsys
-    for generation, elapsed in enumerate([0.5, 1.2, 3.0, 6.0, 6.3, 11.4]):
-        progress(GenerationRecord(generation, 125, 130.0, 10 * generation, elapsed))
-    progress.close()
-    lines = capsys.readouterr().err.splitlines()
-    if quiet:
-        assert lines == []
-    else:
-        assert [line.split()[1] for line in lines] == ["1", "4", "5"]
-        assert "best peak 125 (x1.2500 of the lower bound)" in lines[0]
+def test_a_time_limit_is_kept_on_a_mid_size_input(capsys, tmp_path: Path) -> None:
+    """4,000 blocks whose starting plans leave a gap to the bound: the GA and the exact search run until
+    the time limit, which covers the starting plans, their set-up and verifying the plan."""
+    from experiments.synthetic import synthetic_arrays, write_csv
+
+    gaplanner.warm_up()  # loading compiled code is not what this measures
+    warm_up_exact()
+    source = str(tmp_path / "blocks.csv")
+    write_csv(source, *synthetic_arrays(4000, seed=1))
+    started = time.perf_counter()
+    code, _, _ = run(capsys, "plan", source, "--time-limit", "2", "-o", str(tmp_path / "plan.json"))
+    seconds = time.perf_counter() - started
+    assert code == 0
+    # 10 % + 1 s as promised, and as much again for a loaded machine (a test never measures speed).
+    assert seconds <= 2 * (2 * 1.1 + 1), seconds
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["lower_bound"] <= plan["peak"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv"])

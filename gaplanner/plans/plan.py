@@ -314,6 +314,7 @@ def make_plan(
     decode_seconds: float | None = None,
     proved_bound: int | None = None,
     bound_origin: str | None = None,
+    verified_by: Plan | None = None,
 ) -> Plan:
     """Verify ``offsets`` and wrap them in a :class:`Plan` (``started``: a perf_counter time).
 
@@ -322,9 +323,13 @@ def make_plan(
     blocks share one arena, memories aside.
     ``proved_bound`` / ``bound_origin``: a lower bound the search proved (for
     example an exact search that exhausted every smaller arena) and its name.
+    ``verified_by``: a plan of this problem already made from these offsets (a search passing on
+    another's plan): they are not verified twice.
     """
     offsets = np.asarray(offsets, np.int64)
-    placed = _check(problem, offsets, memory_of)
+    again = verified_by is None or verified_by.problem is not problem or memory_of is not None
+    again = again or not np.array_equal(verified_by.offsets, offsets)  # type: ignore[union-attr]
+    placed = _check(problem, offsets, memory_of) if again else _Placed(int((offsets + problem.sizes).max()))
     lower_bound, origin = problem.lower_bound, "max load" if problem.interval_conflicts else "clique"
     if proved_bound is not None and proved_bound > lower_bound:
         lower_bound, origin = proved_bound, bound_origin or "search"
@@ -345,7 +350,7 @@ def make_plan(
         peaks=placed.peaks,
         cost=placed.cost,
     )
-    if problem.document is not None:
+    if again and problem.document is not None:
         at, where = plan.tensor_offsets(), plan.tensor_memories()
         peak = placed.peak if where is None else None
         violation = check_tensor_plan(problem.document, problem.rules, at, peak, memories=where)

@@ -226,3 +226,16 @@ def verify(problem: Problem, offsets: np.ndarray, peak: int | None = None) -> No
     violation = find_violation(problem, offsets, peak)
     if violation is not None:
         raise PlanError(violation)
+
+
+#: Estimated seconds of verifying a plan, per block and per conflicting pair a multi-core graph lists:
+#: high estimates from plans of a million blocks on a loaded 2-core machine, so a time limit that keeps
+#: them back for the last verification is kept.
+VERIFY_SECONDS_PER_BLOCK = 3e-6
+VERIFY_SECONDS_PER_PAIR = 2e-8
+
+
+def verify_seconds(problem: Problem) -> float:
+    """About how long :func:`verify` (and the model's rules, checked with it) takes on ``problem``."""
+    pairs = 0 if problem.interval_conflicts else problem.conflicts.edge_count
+    return VERIFY_SECONDS_PER_BLOCK * problem.n + VERIFY_SECONDS_PER_PAIR * pairs

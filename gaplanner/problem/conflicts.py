@@ -120,6 +120,7 @@ class IntervalConflicts(ConflictGraph):
         object.__setattr__(self, "lower", np.ascontiguousarray(lower, np.int64))
         object.__setattr__(self, "upper", np.ascontiguousarray(upper, np.int64))
         object.__setattr__(self, "_pairs", None)
+        object.__setattr__(self, "_degrees", None)
 
     def _built(self) -> tuple[np.ndarray, np.ndarray]:
         if self._pairs is None:
@@ -148,9 +149,13 @@ class IntervalConflicts(ConflictGraph):
         return self._pairs is not None
 
     def degrees(self) -> np.ndarray:
-        if self._pairs is not None:
-            return np.diff(self._pairs[0])
-        return interval_degrees(self.lower, self.upper)
+        """Per block, its conflicts (kept: the decoders, the bounds and the exact search each ask)."""
+        if self._degrees is None:
+            pairs = self._pairs
+            degrees = np.diff(pairs[0]) if pairs is not None else interval_degrees(self.lower, self.upper)
+            degrees.setflags(write=False)
+            object.__setattr__(self, "_degrees", degrees)
+        return self._degrees
 
     def __repr__(self) -> str:
         return f"IntervalConflicts(n={self.n}, built={self.built})"

@@ -18,10 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.errors import InputError
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.decoder import Decoder
+from gaplanner.search.starting_plans import decode_estimate
 
 
 @dataclass(frozen=True)
@@ -54,24 +57,35 @@ def random_orders(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.permuted(np.tile(np.arange(n, dtype=np.int64), (count, 1)), axis=1)
 
 
-def random_search(problem: Problem, settings: RandomSearchSettings | None = None) -> Plan:
+def random_search(
+    problem: Problem, settings: RandomSearchSettings | None = None, deadline: Deadline | None = None
+) -> Plan:
     """The best first-fit plan over random allocation orders; a verified plan with its trace.
 
     The last batch is cut to fit the evaluation limit; the clock is checked
     between batches. The same seed gives the same plan and the same trace of peaks.
+    ``deadline``: the run's (default: the time limit from now); a batch is cut to the orders that fit
+    the time left (by an estimate, then by the last batch's pace; the plan's verification kept back),
+    at least one: a batch of decodes of a million blocks takes minutes.
     """
     s = settings or RandomSearchSettings()
     started = time.perf_counter()
+    deadline = (deadline or Deadline(s.time_limit)).keeping(verify_seconds(problem))
+    deadline.stage("random search")
     rng = np.random.default_rng(s.seed)
     decoder = Decoder.for_problem(problem)
     best_peak = np.iinfo(np.int64).max
     best_offsets = np.zeros(problem.n, np.int64)
     done = 0
     trace: list[GenerationRecord] = []
-    stop_reason = ""
+    stop_reason, per_order = "", decode_estimate(problem)
     while not stop_reason:
         count = s.batch if s.evaluations is None else min(s.batch, s.evaluations - done)
+        if deadline.limit is not None:
+            count = max(1, min(count, int(deadline.left() / max(per_order, 1e-9))))
+        began = time.perf_counter()
         peaks, offsets = decoder.decode_population(random_orders(problem.n, count, rng))
+        per_order = (time.perf_counter() - began) / count
         done += count
         k = int(np.argmin(peaks))
         if peaks[k] < best_peak:
@@ -82,7 +96,7 @@ def random_search(problem: Problem, settings: RandomSearchSettings | None = None
             stop_reason = "lower bound reached"
         elif s.evaluations is not None and done >= s.evaluations:
             stop_reason = "evaluation limit"
-        elif s.time_limit is not None and elapsed >= s.time_limit:
+        elif deadline.limit is not None and deadline.left() < per_order:
             stop_reason = "time limit"
     return make_plan(
         problem,

@@ -35,13 +35,15 @@ from typing import Protocol
 import numba
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact import ExactSearch, SearchResult, event_record, searchable, usable_cores
 from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.search.ga.settings import most_scored_per_generation
-from gaplanner.search.starting_plans import plan_at_bound
+from gaplanner.search.starting_plans import starting_plans
 from gaplanner.search.warm import warm_up as warm_up_kernels
 
 #: The share of the time limit the exact probes get when the settings leave it open.
@@ -65,9 +67,12 @@ class GARunner(Protocol):
         report: ProgressCallback | None,
         exchange: Exchange | None,
         stop: StopCheck | None,
+        deadline: Deadline | None = None,
+        plans: dict[str, Plan] | None = None,
     ) -> Plan:
         """The GA's plan; its population seeded with ``seeds`` (offsets), trading plans with ``exchange``
-        when it can (the GA in this process; others ignore it), stopping when ``stop`` says so."""
+        when it can (the GA in this process; others ignore it), stopping when ``stop`` says so or at
+        ``deadline``; ``plans``: the starting plans, if made already."""
         ...
 
 
@@ -116,63 +121,94 @@ def ga_with_exact(
     should_stop: StopCheck | None = None,
     *,
     side_by_side: bool = True,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """``run_ga`` (the GA, in-process or on islands) with the exact probes, see the module's text.
 
     ``side_by_side``: whether ``run_ga`` trades plans with an exchange (the GA in this process).
+    ``deadline``: the run's (default: the time limit from after loading); the starting plans are
+    made once within it, and the exact search is set up only when it takes the problem in the time
+    left then (its set-up on a large part takes seconds).
     """
     share = exact_share(problem, settings)
     if settings is None or share == 0:
-        return run_ga(settings, (), on_progress, None, should_stop)
+        return run_ga(settings, (), on_progress, None, should_stop, deadline)
     warm_up_kernels()
     warm_up_exact()
     started = time.perf_counter()  # like each search's own, the time limit counts from after loading
-    at_bound, made = plan_at_bound(problem)
-    if at_bound is not None:  # nothing to search for: no thread, no probes, no GA
-        start = GenerationRecord(0, at_bound.peak, float(at_bound.peak), made, time.perf_counter() - started)
-        if on_progress is not None:
-            on_progress(start)
-        stats = SearchStats(0, made, settings.seed, settings.population)
-        return make_plan(
-            problem, at_bound.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats
-        )
-    search = ExactSearch.start(problem, started, settings.time_limit)
+    deadline = deadline or Deadline(settings.time_limit)
+    # Two plans are verified at the end, the GA's and the exact search's: both are kept back.
+    searching = deadline.keeping(2 * verify_seconds(problem))
+    plans = starting_plans(problem, searching)
+    best = min(plans.values(), key=lambda plan: plan.peak)
+    if best.peak <= problem.lower_bound:  # nothing to search for: no thread, no probes, no GA
+        return _starting_plan_kept(problem, best, len(plans), settings, started, on_progress)
+    if not searchable(problem, seconds=searching.left()):  # no time left to set it up and search
+        return run_ga(settings, (), on_progress, None, should_stop, deadline, plans)
+    searching.stage("exact search set-up")
+    search = ExactSearch.start(problem, started, None, plans, searching)
     trace, requests = _Trace(started, on_progress), _StopRequests(should_stop)
     if side_by_side and settings.exact_share is None and usable_cores() >= 2:
-        plans = _side_by_side(problem, settings, run_ga, search, trace, requests)
+        found = _side_by_side(problem, settings, run_ga, search, trace, requests, deadline, plans)
     else:
-        plans = _in_turns(problem, settings, share, run_ga, search, trace, requests)
-    best = min(reversed(plans), key=lambda plan: plan.peak)
-    ga_plan = next((plan for plan in plans if plan.search and plan.search.population), None)
-    bound = max(plan.lower_bound for plan in plans)
+        found = _in_turns(problem, settings, share, run_ga, search, trace, requests, deadline, plans)
+    best = min(reversed(found), key=lambda plan: plan.peak)
+    ga_plan = next((plan for plan in found if plan.search and plan.search.population), None)
+    bound = max(plan.lower_bound for plan in found)
     reason = "optimal" if best.peak <= bound else "stopped by request" if requests.asked else None
     return make_plan(
-        problem, best.offsets, "ga", started, stop_reason=reason or plans[-1].stop_reason,
+        problem, best.offsets, "ga", started, stop_reason=reason or found[-1].stop_reason,
         trace=trace.records,
-        search=(ga_plan or plans[0]).search, ray=ga_plan.ray if ga_plan else None, proved_bound=bound,
-        bound_origin="exact search",
+        search=(ga_plan or found[0]).search, ray=ga_plan.ray if ga_plan else None, proved_bound=bound,
+        bound_origin="exact search", verified_by=best,
+    )  # fmt: skip
+
+
+def _starting_plan_kept(
+    problem: Problem,
+    best: Plan,
+    made: int,
+    settings: GASettings,
+    started: float,
+    on_progress: ProgressCallback | None,
+) -> Plan:
+    """A starting plan at the lower bound as the run's: one record, no search."""
+    start = GenerationRecord(0, best.peak, float(best.peak), made, time.perf_counter() - started)
+    if on_progress is not None:
+        on_progress(start)
+    stats = SearchStats(0, made, settings.seed, settings.population)
+    return make_plan(
+        problem, best.offsets, "ga", started, stop_reason="optimal", trace=[start], search=stats,
+        verified_by=best,
     )  # fmt: skip
 
 
 def _in_turns(
     problem: Problem, settings: GASettings, share: float, run_ga: GARunner, search: ExactSearch,
-    trace: _Trace, should_stop: _StopRequests,
+    trace: _Trace, should_stop: _StopRequests, deadline: Deadline, starting: dict[str, Plan],
 ) -> list[Plan]:  # fmt: skip
-    """Exact probes, the GA from their plan, exact probes from the GA's: the plans of the turns run."""
-    limit = settings.time_limit or 0.0
+    """Exact probes, the GA from their plan, exact probes from the GA's: the plans of the turns run.
+
+    Each turn's plan is verified as it ends; the GA's turn keeps back the last exact turn's share and
+    that turn's verification."""
+    verifying = verify_seconds(problem)
+    exact_turns = deadline.keeping(verifying)
+    last_turn = (settings.time_limit or 0.0) * share / 2
 
     def exact(seconds: float, incumbent: np.ndarray | None = None) -> Plan:
         if incumbent is not None:
             search.offer(incumbent)
+        seconds = max(min(seconds, exact_turns.left()), LEAST_EXACT_SECONDS)
         return search.run_for(seconds, settings.seed, on_progress=trace.add, should_stop=should_stop)
 
-    plans = [exact(limit * share / 2)]
+    plans = [exact(last_turn)]
     if not _finished(plans[0]):
-        ga_settings = replace(settings, time_limit=limit * (1 - share))
-        plans.append(run_ga(ga_settings, (plans[0].offsets,), trace.from_now(), None, should_stop))
-        left = limit - (time.perf_counter() - trace.started)
-        if not _finished(plans[-1]) and left >= LEAST_EXACT_SECONDS:
-            plans.append(exact(left, plans[-1].offsets))
+        ga_settings = replace(settings, time_limit=(settings.time_limit or 0.0) * (1 - share))
+        ga_deadline = deadline.keeping(verifying + last_turn)
+        seeds = (plans[0].offsets,)
+        plans.append(run_ga(ga_settings, seeds, trace.from_now(), None, should_stop, ga_deadline, starting))
+        if not _finished(plans[-1]) and exact_turns.left() >= LEAST_EXACT_SECONDS:
+            plans.append(exact(exact_turns.left(), plans[-1].offsets))
     return plans
 
 
@@ -309,11 +345,13 @@ class _StopRequests:
 
 def _side_by_side(
     problem: Problem, settings: GASettings, run_ga: GARunner, search: ExactSearch, trace: _Trace,
-    requests: _StopRequests,
+    requests: _StopRequests, deadline: Deadline, starting: dict[str, Plan],
 ) -> list[Plan]:  # fmt: skip
-    """The GA here and the exact probes on their own thread, both for the whole time limit."""
-    deadline = trace.started + (settings.time_limit or 0.0)
-    exact = _ExactBeside(problem, search, deadline, exact_quantum(problem, settings))
+    """The GA here and the exact probes on their own thread, both until ``deadline``, less the time
+    to verify both their plans (the GA keeps back one more, its own)."""
+    verifying = verify_seconds(problem)
+    end = deadline.keeping(2 * verifying).end
+    exact = _ExactBeside(problem, search, end, exact_quantum(problem, settings))
 
     class Trading:
         """The GA's side of the exchange: it also passes the exact search's records on as it trades."""
@@ -331,7 +369,9 @@ def _side_by_side(
     exact.start()
     try:
         numba.set_num_threads(max(1, min(threads, usable_cores() - 1)))
-        ga_plan = run_ga(settings, (), trace.from_now(), Trading(), stop)
+        ga_plan = run_ga(
+            settings, (), trace.from_now(), Trading(), stop, deadline.keeping(verifying), starting
+        )
     except BaseException:
         exact.cancel()
         raise

@@ -18,13 +18,15 @@ blocks free their space from the top down on either side of it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
+from gaplanner.deadline import Deadline, no_deadline
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
-from gaplanner.search.baselines import BASELINES, baseline_plans, best_fit_coalescing, greedy_size_order
+from gaplanner.search.baselines import BASELINES, greedy_size_order
 from gaplanner.search.decoder import decode
 
 HEAVIEST_INSTANT_FIRST = "heaviest-instant-first"
@@ -54,26 +56,59 @@ def heaviest_instant_first(problem: Problem) -> Plan:
     return make_plan(problem, offsets, HEAVIEST_INSTANT_FIRST, started)
 
 
-def starting_plans(problem: Problem) -> dict[str, Plan]:
-    """Every baseline's plan that can plan ``problem`` and the heaviest instant's, by name."""
-    return {**baseline_plans(problem), HEAVIEST_INSTANT_FIRST: heaviest_instant_first(problem)}
+#: Estimated seconds of one first-fit decode of the execution order, with its verification, per
+#: conflicting pair and per block: high estimates from the large benchmark inputs on a loaded 2-core
+#: machine (a plan whose estimate does not fit the time left is skipped, never overrun).
+DECODE_SECONDS_PER_PAIR = 6e-8
+DECODE_SECONDS_PER_BLOCK = 5e-6
+#: Greedy-size's and the heaviest instant's orders place blocks out of time order: up to this many
+#: times first-fit's time on those inputs.
+OUT_OF_ORDER_FACTOR = 3.0
+
+#: The order the plans are made in: first-fit (the GA's measure of a decode), best-fit-coalescing, the
+#: heaviest instant's (at the bound on the training graphs), greedy-size. Where the time left is too
+#: short for a first-fit decode, best-fit-coalescing (a walk over time, the cheapest) goes first.
+MAKING_ORDER = ("first-fit", "best-fit-coalescing", HEAVIEST_INSTANT_FIRST, "greedy-size")
 
 
-def plan_at_bound(problem: Problem) -> tuple[Plan | None, int]:
-    """The first starting plan that meets the lower bound, trying them one at a time (None if none
-    does), and how many were made.
+def decode_estimate(problem: Problem) -> float:
+    """About how long one first-fit decode of ``problem`` takes, verified."""
+    return DECODE_SECONDS_PER_PAIR * problem.conflicts.edge_count + DECODE_SECONDS_PER_BLOCK * problem.n
 
-    At the bound nothing is left to search for, so a search that is handed one
-    costs what these plans cost: the ones most often at the bound on single-core
-    and split graphs go first, and the rest are not run once one is found.
+
+def _makers(problem: Problem, deadline: Deadline) -> dict[str, Callable[[Problem], Plan]]:
+    makers = {**BASELINES, HEAVIEST_INSTANT_FIRST: heaviest_instant_first}
+    order = list(MAKING_ORDER)
+    if problem.has_pinned:  # best-fit-coalescing moves blocks up as the arena grows
+        order.remove("best-fit-coalescing")
+    elif not deadline.fits(decode_estimate(problem)):
+        order.insert(0, order.pop(order.index("best-fit-coalescing")))
+    return {name: makers[name] for name in order}
+
+
+def _estimate(name: str, problem: Problem, made: dict[str, Plan]) -> float:
+    """The estimated seconds of the plan ``name``, from first-fit's measured time where it was made."""
+    first_fit = made["first-fit"].elapsed if "first-fit" in made else decode_estimate(problem)
+    return first_fit if name == "first-fit" else OUT_OF_ORDER_FACTOR * first_fit
+
+
+def starting_plans(problem: Problem, deadline: Deadline | None = None) -> dict[str, Plan]:
+    """The baselines' plans that can plan ``problem`` and the heaviest instant's, by name.
+
+    Made in :data:`MAKING_ORDER`, they stop at the first plan at the lower bound
+    (nothing is left to search for). With a ``deadline`` the first is always made
+    (a run needs a plan: the cheapest, when the time left is short); each other
+    only when its estimated time fits what is left, so a run of a million blocks
+    with a short time limit starts from fewer plans instead of overrunning it.
+    The plans come back in the baselines' order, then the heaviest instant's.
     """
-    makers = [BASELINES["best-fit-coalescing"], BASELINES["greedy-size"], heaviest_instant_first]
-    makers.append(BASELINES["first-fit"])
-    made = 0
-    for make in makers:
-        if problem.has_pinned and make is best_fit_coalescing:
+    deadline = deadline or no_deadline()
+    deadline.stage("starting plans")
+    made: dict[str, Plan] = {}
+    for name, make in _makers(problem, deadline).items():
+        if made and not deadline.fits(_estimate(name, problem, made)):
             continue
-        plan, made = make(problem), made + 1
-        if plan.peak <= problem.lower_bound:
-            return plan, made
-    return None, made
+        made[name] = make(problem)
+        if made[name].peak <= problem.lower_bound:
+            break
+    return {name: made[name] for name in (*BASELINES, HEAVIEST_INSTANT_FIRST) if name in made}

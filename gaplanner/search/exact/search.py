@@ -48,7 +48,9 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact.dfs import HEURISTICS
 from gaplanner.search.exact.parts import Part, local_neighbours
@@ -88,18 +90,26 @@ def incumbent_plan(problem: Problem, plans: dict[str, Plan] | None = None) -> np
 
     if plans is None:
         plans = {"first-fit": first_fit(problem), "greedy-size": greedy_size(problem)}
-    return min((plans["first-fit"], plans["greedy-size"]), key=lambda plan: plan.peak).offsets
+    either = [plans[name] for name in ("first-fit", "greedy-size") if name in plans]
+    return min(either or plans.values(), key=lambda plan: plan.peak).offsets  # skipped: the best made
 
 
 def start_search(
-    problem: Problem, started: float, seconds: float | None, plans: dict[str, Plan] | None = None
+    problem: Problem,
+    started: float,
+    seconds: float | None,
+    plans: dict[str, Plan] | None = None,
+    deadline: Deadline | None = None,
 ) -> PartsSearch:
     """A search whose targets start from :func:`incumbent_plan`, holding the best starting plan
-    (:mod:`gaplanner.search.starting_plans`, or ``plans`` if given) aside as the best known: one at the
-    bound ends it at once."""
+    (:mod:`gaplanner.search.starting_plans`, made within ``deadline``, or ``plans`` if given) aside as
+    the best known: one at the bound ends it at once. Its parts are those :func:`searchable` in the
+    ``seconds`` left after the starting plans."""
     from gaplanner.search.starting_plans import starting_plans  # imports the plan module, as the baselines do
 
-    plans = plans if plans is not None else starting_plans(problem)
+    plans = plans if plans is not None else starting_plans(problem, deadline)
+    if deadline is not None and deadline.limit is not None:
+        seconds = deadline.left()
     search = PartsSearch(problem, incumbent_plan(problem, plans), started, seconds=seconds)
     search.post(min(plans.values(), key=lambda plan: plan.peak).offsets, steer=False)
     return search
@@ -121,10 +131,16 @@ class ExactSearch:
 
     @classmethod
     def start(
-        cls, problem: Problem, started: float, seconds: float | None, plans: dict[str, Plan] | None = None
+        cls,
+        problem: Problem,
+        started: float,
+        seconds: float | None,
+        plans: dict[str, Plan] | None = None,
+        deadline: Deadline | None = None,
     ) -> ExactSearch:
-        """A search whose targets start from :func:`incumbent_plan`, the best starting plan held aside."""
-        return cls(problem, start_search(problem, started, seconds, plans))
+        """A search whose targets start from :func:`incumbent_plan`, the best starting plan held aside
+        (see :func:`start_search`)."""
+        return cls(problem, start_search(problem, started, seconds, plans, deadline))
 
     @property
     def started(self) -> float:
@@ -214,6 +230,7 @@ def exact_search(
     search: PartsSearch | None = None,
     on_progress: Callable[[GenerationRecord], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """The best plan the exact search finds within the time limit, with the lower bound it proved.
 
@@ -230,6 +247,8 @@ def exact_search(
     ``on_progress`` as it comes; ``should_stop``: as for the GA, True ends the
     search with its best plan. With more than one thread (``settings.threads``),
     :class:`RandomTargets` run beside the portfolio, drawing from ``settings.seed``.
+    ``deadline``: the run's (:mod:`gaplanner.deadline`; default: the time limit from after loading),
+    which the starting plans, the set-up and the probes spend, the plan's verification kept back.
     """
     from gaplanner.search.warm import warm_up as warm_up_kernels
 
@@ -237,10 +256,11 @@ def exact_search(
     warm_up_kernels()  # the baselines' decoder, for the incumbent
     warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
+    deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     if search is None and incumbent is None:
-        search = start_search(problem, started, settings.time_limit)
+        search = start_search(problem, started, settings.time_limit, deadline=deadline)
     elif search is None:
-        search = PartsSearch(problem, incumbent, started, seconds=settings.time_limit)
+        search = PartsSearch(problem, incumbent, started, seconds=deadline.left())
     elif incumbent is not None:
         search.offer(incumbent)
     threads = settings.threads or usable_cores()
@@ -256,7 +276,9 @@ def exact_search(
         if on_progress is not None:
             on_progress(records[-1])
 
-    result = run_strands(search, others, started + settings.time_limit, record, should_stop)
+    deadline.stage("exact search")
+    result = run_strands(search, others, deadline.end, record, should_stop)
+    deadline.stage("verification")
     return search_plan(problem, search, result, records, settings.seed)
 
 

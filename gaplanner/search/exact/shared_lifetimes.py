@@ -100,9 +100,19 @@ def merge_shared_lifetimes(problem: Problem) -> Merged | None:
     return Merged(replace(merged, lower_bound=max(merged.lower_bound, problem.lower_bound)), family, within)
 
 
+#: Estimated seconds of merging per block (with the check that the merged problem is searchable), and
+#: the most of the time left merging may take: at a million blocks it takes seconds, and a problem
+#: that large stays beyond the exact search merged or not.
+MERGE_SECONDS_PER_BLOCK = 5e-6
+MERGE_SHARE = 0.05
+
+
 def merged_for_exact_search(problem: Problem, seconds: float | None) -> Merged | None:
-    """The merged problem, when the exact search takes it but not ``problem`` (see :func:`searchable`)."""
+    """The merged problem, when the exact search takes it but not ``problem`` (see :func:`searchable`),
+    and merging costs at most :data:`MERGE_SHARE` of the ``seconds`` left."""
     if not problem.interval_conflicts or searchable(problem, seconds=seconds):
+        return None
+    if seconds is not None and MERGE_SECONDS_PER_BLOCK * problem.n > MERGE_SHARE * seconds:
         return None
     merged = merge_shared_lifetimes(problem)
     return merged if merged is not None and searchable(merged.problem, seconds=seconds) else None

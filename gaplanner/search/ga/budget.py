@@ -9,6 +9,7 @@ local search alone for as long as one fits.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -24,7 +25,10 @@ GENERATION, LOCAL_SEARCH = "generation", "local search"
 
 
 def fit_population_to_budget(
-    problem: Problem, settings: GASettings, seconds_per_decode: float | None = None
+    problem: Problem,
+    settings: GASettings,
+    seconds_per_decode: float | None = None,
+    seconds: float | None = None,
 ) -> GASettings:
     """Fewer islands, then a smaller population, so that a time-limited search runs about 20 generations.
 
@@ -33,9 +37,11 @@ def fit_population_to_budget(
     its first generation. Islands go first: they buy diversity for long
     searches, while a population too small stops the search from working. The
     cost of one decode is measured (here, or by the caller as the first-fit
-    baseline's time), not guessed.
+    baseline's time), not guessed. ``seconds``: the time the search has (default:
+    the settings' time limit).
     """
-    if settings.time_limit is None:
+    seconds = settings.time_limit if seconds is None else seconds
+    if seconds is None or seconds == math.inf:
         return settings
     if seconds_per_decode is None:
         load_decoder()  # the first call in a process loads the compiled decoder: not part of the cost
@@ -43,18 +49,15 @@ def fit_population_to_budget(
         Decoder.for_problem(problem).decode(problem.start_order())
         seconds_per_decode = time.perf_counter() - started
     seconds_per_decode /= max(1, numba.get_num_threads())
-    affordable = int(settings.time_limit / (20 * max(seconds_per_decode, 1e-9)))  # individuals a generation
+    affordable = int(seconds / (20 * max(seconds_per_decode, 1e-9)))  # individuals a generation
     islands = max(1, min(settings.islands, affordable // settings.population))
     population = max(4, min(settings.population, affordable // islands))
     elite = min(settings.elite, population - 1)
     return replace(settings, islands=islands, population=population, elite=elite)
 
 
-def first_generation_too_costly(settings: GASettings, seconds_per_decode: float, started: float) -> bool:
-    """True when scoring the first population alone would overrun the time limit."""
-    if settings.time_limit is None:
-        return False
-    left = settings.time_limit - (time.perf_counter() - started)
+def first_generation_too_costly(settings: GASettings, seconds_per_decode: float, left: float) -> bool:
+    """True when scoring the first population alone would take more than the ``left`` seconds."""
     cost = seconds_per_decode * settings.population * settings.islands / max(1, numba.get_num_threads())
     return cost > left
 

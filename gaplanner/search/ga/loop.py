@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.ga.budget import (
     Pacing,
@@ -43,31 +46,41 @@ def run_ga(
     should_stop: StopCheck | None = None,
     seed_offsets: Sequence[np.ndarray] = (),
     exchange: Exchange | None = None,
+    deadline: Deadline | None = None,
+    plans: dict[str, Plan] | None = None,
 ) -> Plan:
     """Search allocation orders; return the best verified plan with its convergence trace.
 
-    The time limit counts from after :func:`~gaplanner.search.warm.warm_up`: it is the search's budget.
-    ``seed_offsets``: plans (offsets per block) the population starts from, beside the starting plans'
-    (:mod:`gaplanner.search.starting_plans`).
+    ``deadline``: the run's (:mod:`gaplanner.deadline`); by default the settings' time limit, counted
+    from after :func:`~gaplanner.search.warm.warm_up`. Everything the search does comes out of it: the
+    starting plans, the generations, and the final plan's verification, whose estimated time is kept
+    back. ``plans``: the starting plans (:mod:`gaplanner.search.starting_plans`), if made already.
+    ``seed_offsets``: plans (offsets per block) the population starts from, beside the starting plans.
     ``exchange``: a search beside this one; each plan it gives back replaces an island's worst.
     """
     warm_up()
+    settings = settings or GASettings()
+    deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()
-    plans = starting_plans(problem)
-    decode_seconds = plans["first-fit"].decode_seconds
-    settings = fit_population_to_budget(problem, settings or GASettings(), decode_seconds)
+    plans = plans if plans is not None else starting_plans(problem, deadline)
     at_bound = plan_at_bound(problem, plans, settings, started)
     if at_bound is not None:
         return at_bound
-    if first_generation_too_costly(settings, decode_seconds, started):
+    decode_seconds = plans["first-fit"].decode_seconds if "first-fit" in plans else None
+    if decode_seconds is None:  # not even one decode fitted the time limit
         return _kept(problem, plans, settings, started, "time limit: no generation fits the budget")
-    termination = Termination(settings, problem.lower_bound, should_stop, started)
+    settings = fit_population_to_budget(problem, settings, decode_seconds, deadline.left())
+    if first_generation_too_costly(settings, decode_seconds, deadline.left()):
+        return _kept(problem, plans, settings, started, "time limit: no generation fits the budget")
+    deadline.stage("genetic search")
+    termination = Termination(settings, problem.lower_bound, should_stop, started, deadline=deadline)
     building = time.perf_counter()
     seeds = [address_order(problem, offsets) for offsets in seed_offsets]
     islands = make_islands(problem, settings, [*seeds, *heuristic_orders(problem, list(plans.values()))])
     pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
     trade = None if exchange is None else lambda: _trade(problem, islands, exchange)
-    trace, stop_reason = evolve(islands, settings, termination, pacing, started, on_progress, trade)
+    trace, stop_reason = evolve(islands, settings, termination, pacing, started, on_progress, trade, deadline)
+    deadline.stage("verification")
     return make_plan(
         problem,
         _best_offsets(islands),
@@ -87,12 +100,14 @@ def evolve(
     started: float,
     on_progress: ProgressCallback | None = None,
     trade: Callable[[], None] | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[list[GenerationRecord], str]:
     """Record, stop or step the islands, migrate; again, until a stop reason: the trace and that reason.
 
     The loop of every GA here, one arena's and the memories' (their islands
     differ in decoding and operators, not in the loop). ``trade``: run before
-    each generation (the exchange with a search beside this one).
+    each generation (the exchange with a search beside this one). ``deadline``: the run's, in place
+    of the settings' time limit from ``started``.
     """
     trace: list[GenerationRecord] = []
     while True:
@@ -103,7 +118,8 @@ def evolve(
         stop_reason = termination.reason(
             record.generation, record.best_peak, record.evaluations, record.best_cost
         )
-        step = pacing.next_step(seconds_left(settings, started))
+        left = seconds_left(settings, started) if deadline is None else deadline.left()
+        step = pacing.next_step(None if left == math.inf else left)
         if stop_reason is None and step is None:
             stop_reason = "time limit"
         if stop_reason is not None:
@@ -175,4 +191,5 @@ def _kept(
         stop_reason=f"{reason}; {best.algorithm}'s plan kept",
         trace=[start],
         search=SearchStats(0, decodes, settings.seed, settings.population),
+        verified_by=best,
     )

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gaplanner.deadline import Deadline
 from gaplanner.search.ga.settings import GASettings
 
 #: Asked between generations; True stops the search, which returns its best plan so far.
@@ -20,6 +21,9 @@ class Termination:
     ``by_cost``: the search minimises an access cost first (across memories),
     then the peak; ``lower_bound`` is then the cost's bound, and an
     improvement is a lower cost, or an equal cost with a lower peak.
+
+    ``deadline``: the run's (see :mod:`gaplanner.deadline`), which replaces the settings' time limit
+    counted from ``started``.
     """
 
     settings: GASettings
@@ -29,6 +33,7 @@ class Termination:
     by_cost: bool = False
     best: tuple[float, ...] | None = None
     last_improvement: int = 0
+    deadline: Deadline | None = None
 
     def reason(
         self, generation: int, best_peak: int, evaluations: int = 0, best_cost: float | None = None
@@ -45,10 +50,16 @@ class Termination:
             return "stopped by request"
         if s.generations is not None and generation >= s.generations:
             return "generation limit"
-        if s.time_limit is not None and time.perf_counter() - self.started >= s.time_limit:
+        if self._late():
             return "time limit"
         if s.max_evaluations is not None and evaluations >= s.max_evaluations:
             return "evaluation limit"
         if s.stall_generations is not None and generation - self.last_improvement >= s.stall_generations:
             return "stalled"
         return None
+
+    def _late(self) -> bool:
+        if self.deadline is not None:
+            return self.deadline.passed()
+        limit = self.settings.time_limit
+        return limit is not None and time.perf_counter() - self.started >= limit
