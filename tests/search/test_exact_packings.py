@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from gaplanner import find_violation
 from gaplanner.problem.problem import Problem, problem_from_arrays
 from gaplanner.search.exact import ExactSettings, exact_search
-from gaplanner.search.exact.dfs import FOUND, HEURISTICS, SKYLINE
+from gaplanner.search.exact.dfs import FOUND, HEURISTICS, PAUSED, SKYLINE
 from gaplanner.search.exact.parts import components, make_part
-from gaplanner.search.exact.probes import Probe
+from gaplanner.search.exact.probes import Probe, RestartingProbe
 
 #: A tile: (start, end, offset, size), a rectangle of time x memory.
 Tile = tuple[int, int, int, int]
@@ -93,6 +93,10 @@ def test_every_order_finds_a_perfect_packing(tiles, slack) -> None:
             assert probe.run(10**7) == FOUND
             sub = problem_from_arrays(problem.sizes[blocks], problem.lower[blocks], problem.upper[blocks])
             assert find_violation(sub, probe.offsets, target) is None
+        restarting = RestartingProbe(part, target, seed=slack, unit=5)
+        while restarting.run(10**7) == PAUSED:
+            pass
+        assert restarting.status == FOUND
 
 
 def test_pinwheel_parts_are_full_and_take_the_skyline_orders() -> None:

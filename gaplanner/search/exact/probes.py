@@ -15,6 +15,7 @@ from gaplanner.search.exact.dfs import (
     F_START,
     FL_C,
     FL_TOP,
+    HEURISTICS,
     INFEASIBLE,
     KEY_CODES,
     LV_BLK,
@@ -29,6 +30,7 @@ from gaplanner.search.exact.dfs import (
     RK_B,
     RK_TOP,
     SC,
+    SKYLINE,
     SPLITS,
     TOTAL,
     _enter,
@@ -145,12 +147,20 @@ class RestartingProbe:
 
     Depth-first search times are heavy-tailed: an order that goes wrong early
     stays wrong for a long time, while another finds a plan at once. Any of the
-    restarted searches that finishes is as good a proof as a full one.
+    restarted searches that finishes is as good a proof as a full one. On a part
+    packed full (:attr:`Part.full`) it takes the skyline orders in turn, each
+    block moved fewer places, so each order stays a sweep from one end of time
+    to the other.
     """
 
-    def __init__(self, part: Part, target: int, seed: int, unit: int = 4000, noise: int = 20) -> None:
-        """``unit``: placements before the first restart, at least twice the blocks (a whole descent)."""
-        self.part, self.target, self.noise = part, target, noise
+    def __init__(
+        self, part: Part, target: int, seed: int, unit: int = 4000, noise: int | None = None
+    ) -> None:
+        """``unit``: placements before the first restart, at least twice the blocks (a whole descent);
+        ``noise``: how far a block may move in the order (default: 5 on a part packed full, else 20)."""
+        self.part, self.target = part, target
+        self.orders = SKYLINE if part.full else HEURISTICS
+        self.noise = noise if noise is not None else 5 if part.full else 20
         self.unit = max(unit, 2 * len(part.sizes))
         self.rng = np.random.default_rng(seed)
         self.restarts, self.done_nodes = 0, 0
@@ -159,8 +169,7 @@ class RestartingProbe:
 
     def _start(self) -> None:
         self.restarts += 1
-        orders = self.part.orders
-        heuristic = orders[self.restarts % len(orders)]
+        heuristic = self.orders[self.restarts % len(self.orders)]
         base = self.part.rank(heuristic)
         shuffled = base + self.rng.integers(0, self.noise, len(base))  # each block moves a few places
         rank = np.empty(len(base), np.int64)
