@@ -164,4 +164,6 @@ def answer_fit(
         return decide_fit(
             problem, capacity, solve_one, settings, on_progress=on_progress, should_stop=should_stop
         )
-    return memories_fit(lambda p: solve_one(p, settings, should_stop=should_stop), problem)
+    return memories_fit(
+        lambda p: solve_one(p, settings, on_progress=on_progress, should_stop=should_stop), problem
+    )

@@ -19,7 +19,7 @@ BUDGET = GASettings(
 )
 
 
-def random_memories(seed: int, blocks: int = 30, sram: int = 96):
+def random_memories(seed: int, blocks: int = 30, sram: int = 96, dram: int | None = None):
     rng = np.random.default_rng(seed)
     buffers = []
     for k in range(blocks):
@@ -32,7 +32,10 @@ def random_memories(seed: int, blocks: int = 30, sram: int = 96):
                 "size": int(rng.integers(1, 48)),
             }
         )
-    memories = [{"id": "sram", "capacity": sram}, {"id": "dram", "read_cost": 10, "write_cost": 10}]
+    memories = [
+        {"id": "sram", "capacity": sram},
+        {"id": "dram", "capacity": dram, "read_cost": 10, "write_cost": 10},
+    ]
     return problem_from_json({"buffers": buffers, "memories": memories})
 
 
@@ -108,3 +111,13 @@ def test_a_stop_request_ends_the_search_with_its_best_plan() -> None:
 
     plan = memory_ga(problem, endless, should_stop=stop)
     assert plan.stop_reason == "stopped by request" and len(plan.trace) == 4
+
+
+def test_does_it_fit_across_memories_reports_progress_too() -> None:
+    from gaplanner.solve import plan_input
+
+    problem = random_memories(13, dram=10**6)  # both memories have a capacity: a does-it-fit question
+    seen = []
+    planned = plan_input(problem, "ga", BUDGET, on_progress=seen.append)
+    assert planned.fit is not None and planned.fits and planned.plan is not None
+    assert seen and seen == list(planned.plan.trace) and all(r.best_cost is not None for r in seen)
