@@ -104,7 +104,7 @@ def merge_shared_lifetimes(problem: Problem) -> Merged | None:
 #: the most of the time left merging may take: at a million blocks it takes seconds, and a problem
 #: that large stays beyond the exact search merged or not.
 MERGE_SECONDS_PER_BLOCK = 5e-6
-MERGE_SHARE = 0.05
+MERGE_SHARE = 0.02
 
 
 def merged_for_exact_search(problem: Problem, seconds: float | None) -> Merged | None:
