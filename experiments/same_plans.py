@@ -1,6 +1,7 @@
 """Same plans before and after a refactoring: fixed inputs, fixed seeds, budgets counted in work.
 
-Plans a fixed set of inputs (the zoo's networks, the bundled examples, a few
+Plans a fixed set of inputs (the zoo's networks, the bundled examples, among
+them three with memories, a zoo network with an SRAM in front of DRAM, a few
 MiniMalloc CSV files when ``--benchmarks`` names the shared benchmark folder)
 with every algorithm, each under a budget of generations or evaluations (never
 a time limit, so that a run does not depend on the machine's load), and writes
@@ -39,6 +40,9 @@ EXAMPLES = (
     "example:npu_dsp",
     "example:sram_dram",
 )
+#: Zoo networks with an SRAM of this many KiB in front of DRAM (``experiments.bench_memories``): the
+#: search across memories runs every generation of its budget there.
+WITH_SRAM = (("zoo:googlenet", 1024),)
 #: MiniMalloc's CSV files (under the benchmarks' minimalloc/ folder) planned when the folder is given.
 CSV_FILES = ("minimalloc/A.1048576.csv", "minimalloc/B.1048576.csv", "minimalloc/C.1048576.csv")
 #: Inputs small enough for the exact search to prove its plan optimal within EXACT_SECONDS.
@@ -80,11 +84,22 @@ def _record(plan: Any) -> dict[str, Any]:
     return record
 
 
+def _load(source: str) -> Any:
+    """The problem of ``source``: a name ``load_problem`` reads, or ``NETWORK+sramKIB`` (see WITH_SRAM)."""
+    if "+sram" not in source:
+        return load_problem(source)
+    from experiments.bench_memories import with_memories
+    from gaplanner.documents.zoo import zoo_document
+
+    network, kib = source.split("+sram")
+    return with_memories(zoo_document(network), int(kib) * 1024)
+
+
 def plan_all(sources: list[str]) -> dict[str, dict[str, Any]]:
     """Every source planned by every algorithm: a record, or the error's one line."""
     results: dict[str, dict[str, Any]] = {}
     for source in sources:
-        problem = load_problem(source)
+        problem = _load(source)
         results[source] = {}
         for algorithm in gaplanner.ALGORITHMS:
             if algorithm == "exact" and source not in EXACT_INPUTS:
@@ -117,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", type=Path, help="the shared benchmark folder (adds MiniMalloc CSVs)")
     parser.add_argument("--compare", type=Path, help="a JSON written before the change: report differences")
     args = parser.parse_args(argv)
-    sources = [*ZOO, *EXAMPLES]
+    sources = [*ZOO, *EXAMPLES, *(f"{network}+sram{kib}" for network, kib in WITH_SRAM)]
     if args.benchmarks is not None:
         sources += [str(args.benchmarks / name) for name in CSV_FILES if (args.benchmarks / name).exists()]
     gaplanner.warm_up()
