@@ -375,3 +375,23 @@ def test_the_best_starting_plan_is_the_best_plan_known_from_the_start(benchmarks
     plan = solve(problem, "exact", ExactSettings(time_limit=5.0, threads=1))
     assert plan.peak == best == problem.lower_bound and plan.stop_reason == "optimal"
     assert find_violation(problem, plan.offsets, plan.peak) is None
+
+
+@SETTINGS
+@given(interval_problems(max_blocks=12))
+def test_the_parts_of_interval_lifetimes_are_the_conflict_graphs_components(problem) -> None:
+    """Found from the lifetimes alone (no pairs), as a search over the overlapping pairs finds them."""
+    lower, upper = problem.lower.tolist(), problem.upper.tolist()
+    label: dict[int, int] = {}
+    for start in range(problem.n):  # numbered by their first block
+        if start in label:
+            continue
+        label[start], stack = len(set(label.values())), [start]
+        while stack:
+            a = stack.pop()
+            for b in range(problem.n):
+                if b not in label and max(lower[a], lower[b]) < min(upper[a], upper[b]):
+                    label[b] = label[start]
+                    stack.append(b)
+    expected = [[b for b in range(problem.n) if label[b] == k] for k in range(len(set(label.values())))]
+    assert [part.tolist() for part in components(problem)] == expected

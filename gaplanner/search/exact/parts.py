@@ -29,6 +29,7 @@ from math import gcd
 import numba as nb
 import numpy as np
 
+from gaplanner.problem.conflicts import IntervalConflicts
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact.dfs import HEURISTICS, SKYLINE
 
@@ -237,9 +238,37 @@ def _component_labels(indptr, indices):
     return label
 
 
+def _interval_labels(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The labels :func:`_component_labels` gives half-open lifetimes, from the lifetimes alone.
+
+    By start, a component ends where no lifetime so far reaches past the next
+    start; an empty lifetime meets nothing. So a problem of a million blocks
+    never builds its pairs (hundreds of millions) to find that it is one part
+    too large to search.
+    """
+    n = len(lower)
+    live = np.flatnonzero(upper > lower)
+    order = live[np.argsort(lower[live], kind="stable")]
+    starts = np.ones(len(order), bool)
+    starts[1:] = lower[order][1:] >= np.maximum.accumulate(upper[order])[:-1]
+    label = np.empty(n, np.int64)
+    label[order] = np.cumsum(starts) - 1
+    empty = np.flatnonzero(upper <= lower)
+    label[empty] = int(starts.sum()) + np.arange(len(empty))
+    first = np.full(int(starts.sum()) + len(empty), n, np.int64)
+    np.minimum.at(first, label, np.arange(n))  # numbered by their first block, as the graph's search does
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[label]
+
+
 def components(problem: Problem) -> list[np.ndarray]:
     """Connected components of the conflict graph, each sorted, in order of their first block."""
-    label = _component_labels(problem.conflicts.indptr, problem.conflicts.indices)
+    conflicts = problem.conflicts
+    if isinstance(conflicts, IntervalConflicts):
+        label = _interval_labels(conflicts.lower, conflicts.upper)
+    else:
+        label = _component_labels(conflicts.indptr, conflicts.indices)
     order = np.argsort(label, kind="stable")
     return np.split(order.astype(np.int64), np.flatnonzero(np.diff(label[order])) + 1)
 
