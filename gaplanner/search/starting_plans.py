@@ -28,8 +28,15 @@ from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
 from gaplanner.search.baselines import BASELINES, greedy_size_order
 from gaplanner.search.decoder import decode
+from gaplanner.search.window_repair import repair, repairable
 
 HEAVIEST_INSTANT_FIRST = "heaviest-instant-first"
+#: The best starting plan with its blocks above the bound placed again, window by window
+#: (:mod:`gaplanner.search.window_repair`).
+REPAIRED = "repaired"
+#: Blocks from which the best starting plan, when above the bound, is repaired window by window: below
+#: it the exact search and the GA take the whole problem in their stride.
+REPAIR_MIN_BLOCKS = 5000
 
 
 def heaviest_instant_blocks(problem: Problem) -> np.ndarray:
@@ -103,7 +110,9 @@ def starting_plans(problem: Problem, deadline: Deadline | None = None) -> dict[s
     (a run needs a plan: the cheapest, when the time left is short); each other
     only when its estimated time fits what is left, so a run of a million blocks
     with a short time limit starts from fewer plans instead of overrunning it.
-    The plans come back in the baselines' order, then the heaviest instant's.
+    On a large interval problem (:data:`REPAIR_MIN_BLOCKS`) none of them at the
+    bound, the best is repaired window by window too (:data:`REPAIRED`, kept when lower).
+    The plans come back in the baselines' order, then the heaviest instant's, then the repaired one.
     """
     deadline = deadline or no_deadline()
     deadline.stage("starting plans")
@@ -114,4 +123,15 @@ def starting_plans(problem: Problem, deadline: Deadline | None = None) -> dict[s
         made[name] = make(problem)
         if made[name].peak <= problem.lower_bound:
             break
-    return {name: made[name] for name in (*BASELINES, HEAVIEST_INSTANT_FIRST) if name in made}
+    best = min(made.values(), key=lambda plan: plan.peak)
+    if best.peak > problem.lower_bound and problem.n >= REPAIR_MIN_BLOCKS and repairable(problem):
+        plan = repaired(problem, best, deadline.keeping(decode_estimate(problem)))
+        if plan.peak < best.peak:
+            made[REPAIRED] = plan
+    return {name: made[name] for name in (*BASELINES, HEAVIEST_INSTANT_FIRST, REPAIRED) if name in made}
+
+
+def repaired(problem: Problem, plan: Plan, deadline: Deadline | None = None) -> Plan:
+    """The verified plan of ``plan`` repaired window by window (never higher), within ``deadline``."""
+    started = time.perf_counter()
+    return make_plan(problem, repair(problem, plan.offsets, deadline), REPAIRED, started)
