@@ -41,6 +41,10 @@ from gaplanner.search.decoder import decode
 MARGINS = (0.0, 0.5, 1.5, 3.5, 7.5, 15.5)
 #: Windows tried in all, at most (each at least lowers the highest block in it, or is widened).
 MAX_WINDOWS = 1000
+#: The windows' blocks and conflicting pairs, summed over the windows tried, at most this many times the
+#: problem's: a budget counted in work, so the repair ends at the same plan whatever the machine's load
+#: (unless a deadline comes first), and never costs more than a few dozen decodes of the problem.
+MAX_WORK = 16
 #: Estimated seconds per conflicting pair and per block of one window's orders, decoded, all together
 #: (four first-fit decodes out of time order, the window's conflicts built first).
 WINDOW_SECONDS_PER_PAIR = 1e-6
@@ -120,15 +124,17 @@ def _window_estimate(sub: Problem) -> float:
 
 def _replace(
     problem: Problem, offsets: np.ndarray, target: int, a: int, b: int, deadline: Deadline
-) -> bool | None:
-    """Place window ``[a, b)`` again (see the module); True: its highest block is lower now (``offsets``
-    updated), False: not lower, None: the deadline leaves no time for it."""
+) -> tuple[bool | None, int]:
+    """Place window ``[a, b)`` again (see the module) and say whether its highest block is lower now
+    (``offsets`` updated; None: the deadline leaves no time for it), with the window's work (blocks and
+    pairs)."""
     blocks, a, b = _window(problem, offsets, target, a, b)
     free = int(((problem.lower[blocks] >= a) & (problem.upper[blocks] <= b)).sum())
     current = offsets[blocks]
     sub = _sub_problem(problem, offsets, blocks, free, a, b)
+    work = sub.n + sub.conflicts.edge_count
     if not deadline.fits(_window_estimate(sub)):
-        return None
+        return None, work
     before = int((current + sub.sizes).max())
     best, best_peak = current, before
     for order in window_orders(sub, free, target, current):
@@ -137,7 +143,7 @@ def _replace(
         if peak < best_peak:
             best, best_peak = placed, peak
     offsets[blocks] = best
-    return best_peak < before
+    return best_peak < before, work
 
 
 def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = None) -> np.ndarray:
@@ -152,15 +158,16 @@ def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = No
     target, sizes = problem.lower_bound, problem.sizes
     lower, upper = problem.lower, problem.upper
     run = (int(lower.min()), int(upper.max()))
-    widening = 0
+    widening, work = 0, MAX_WORK * (problem.n + problem.conflicts.edge_count)
     for _ in range(MAX_WINDOWS):
         tops = offsets + sizes
-        if tops.max() <= target or deadline.passed():
+        if tops.max() <= target or deadline.passed() or work <= 0:
             break
         v = int(np.argmax(tops))  # the highest violator (the first such)
         margin = int(MARGINS[widening] * (upper[v] - lower[v]))
         a, b = int(lower[v]) - margin, int(upper[v]) + margin
-        improved = _replace(problem, offsets, target, a, b, deadline)
+        improved, spent = _replace(problem, offsets, target, a, b, deadline)
+        work -= spent
         if improved is None:
             break
         if improved:
