@@ -14,7 +14,7 @@ MODULE_LINES = 450
 FUNCTION_LINES = 80
 
 #: Over the limits today: path or path:function -> lines.
-STILL_OVER: dict[str, int] = {"gaplanner/documents/onnx_import.py": 459}
+STILL_OVER: dict[str, int] = {}
 
 
 def sizes(source: str, path: str) -> dict[str, int]:

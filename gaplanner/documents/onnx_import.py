@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gaplanner.documents.onnx_dims import fix_batch, fix_dims, has_symbolic_batch, symbols
 from gaplanner.documents.schema import DTYPE_BYTES, Document, parse_document
 from gaplanner.errors import InputError
 
@@ -100,47 +101,6 @@ def _onnx() -> Any:
     return onnx
 
 
-def _symbols(values: Iterable[Any]) -> frozenset[str]:  # the named (symbolic) dimensions of their shapes
-    shapes = (v.type.tensor_type.shape.dim for v in values if v.type.HasField("tensor_type"))
-    return frozenset(dim.dim_param for dims in shapes for dim in dims if dim.HasField("dim_param"))
-
-
-def _fix_dims(model: Any, dims: Mapping[str, int]) -> None:
-    """Give every dimension named by a symbol of ``dims`` (``{"seq": 128}``) its value."""
-    values = [*model.graph.input, *model.graph.output, *model.graph.value_info]
-    present = _symbols(values)
-    for symbol, size in dims.items():
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InputError(f"dimension {symbol!r} must be a positive integer, got {size!r}", "dims")
-        if symbol not in present:
-            known = ", ".join(sorted(present)) or "none"
-            raise InputError(f"the model has no symbolic dimension {symbol!r} (it has: {known})", "dims")
-    for value in values:
-        if value.type.HasField("tensor_type"):
-            for dim in value.type.tensor_type.shape.dim:
-                if dim.HasField("dim_param") and dim.dim_param in dims:
-                    dim.dim_value = dims[dim.dim_param]
-
-
-def _fix_batch(model: Any, batch: int) -> None:
-    """Give the graph inputs' symbolic or unknown first dimension (and that symbol anywhere) ``batch``."""
-    initializers = {init.name for init in model.graph.initializer}
-    symbols: set[str] = set()
-    for value in model.graph.input:
-        if value.name in initializers or not value.type.HasField("tensor_type"):
-            continue
-        dims = value.type.tensor_type.shape.dim
-        if dims and not dims[0].HasField("dim_value"):
-            if dims[0].HasField("dim_param"):
-                symbols.add(dims[0].dim_param)
-            dims[0].dim_value = batch
-    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
-        if value.type.HasField("tensor_type"):
-            for dim in value.type.tensor_type.shape.dim:
-                if dim.HasField("dim_param") and dim.dim_param in symbols:
-                    dim.dim_value = batch
-
-
 def _outer_reads(graph: Any) -> set[str]:
     """Names a subgraph reads from its enclosing scopes."""
     defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
@@ -180,18 +140,6 @@ def _check_topological(graph: Any) -> None:
                     f"graph.node[{k}].input[{m}]",
                 )
         defined.update(node.output)
-
-
-def _has_symbolic_batch(model: Any) -> bool:
-    """Whether a graph input's first dimension is symbolic or unknown (what ``--batch`` fixes)."""
-    initializers = {init.name for init in model.graph.initializer}
-    for value in model.graph.input:
-        if value.name in initializers or not value.type.HasField("tensor_type"):
-            continue
-        dims = value.type.tensor_type.shape.dim
-        if dims and not dims[0].HasField("dim_value"):
-            return True
-    return False
 
 
 def _describe_shape(dims: Any) -> str:
@@ -369,11 +317,11 @@ def _inferred_model(
     model.CopyFrom(_load(onnx, source))
     _check_topological(model.graph)
     if dims:
-        _fix_dims(model, dims)
+        fix_dims(model, dims)
     if batch is not None:
-        _fix_batch(model, batch)
-    symbolic_batch = _has_symbolic_batch(model)
-    named = _symbols(model.graph.input)
+        fix_batch(model, batch)
+    symbolic_batch = has_symbolic_batch(model)
+    named = symbols(model.graph.input)
     if fold:
         model = fold_constants(model)
     try:
