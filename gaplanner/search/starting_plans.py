@@ -37,6 +37,9 @@ REPAIRED = "repaired"
 #: Blocks from which the best starting plan, when above the bound, is repaired window by window: below
 #: it the exact search and the GA take the whole problem in their stride.
 REPAIR_MIN_BLOCKS = 5000
+#: The share of the time left the repair may take: where the bound cannot be met (pangu), it gives up
+#: only once its windows hold the whole run, and the searches need the rest.
+REPAIR_SHARE = 0.3
 
 
 def heaviest_instant_blocks(problem: Problem) -> np.ndarray:
@@ -125,7 +128,7 @@ def starting_plans(problem: Problem, deadline: Deadline | None = None) -> dict[s
             break
     best = min(made.values(), key=lambda plan: plan.peak)
     if best.peak > problem.lower_bound and problem.n >= REPAIR_MIN_BLOCKS and repairable(problem):
-        plan = repaired(problem, best, deadline.keeping(decode_estimate(problem)))
+        plan = repaired(problem, best, deadline.keeping(decode_estimate(problem)).share(REPAIR_SHARE))
         if plan.peak < best.peak:
             made[REPAIRED] = plan
     return {name: made[name] for name in (*BASELINES, HEAVIEST_INSTANT_FIRST, REPAIRED) if name in made}

@@ -16,7 +16,7 @@ problem of its own: placed again by first-fit in a few orders (the violators
 first, or the window's heaviest instant stacked first, then by size), its
 best plan replaces the window's blocks when its peak is lower than theirs
 was. A window that does not improve is widened (half the violator's lifetime
-on each side, then three halves, ...) until the whole run is one window.
+on each side, then three halves, seven halves, ...) until the whole run is one window.
 A crossing block above the bound must move too, so the window grows until
 none crosses its edges.
 
@@ -36,9 +36,8 @@ from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem, interval_problem
 from gaplanner.search.decoder import decode
 
-#: Widenings of a window that did not improve: the window's margin on each side, in lifetimes of the
-#: violator (0: its lifetime alone). Past the last one the repair stops.
-MARGINS = (0.0, 0.5, 1.5, 3.5, 7.5, 15.5)
+#: Widenings of a window that did not improve: the ``k``-th widening adds ``(2**k - 1) / 2`` of the
+#: violator's lifetime on each side (0, a half, three halves, ...), until the window holds the whole run.
 #: Windows tried in all, at most (each at least lowers the highest block in it, or is widened).
 MAX_WINDOWS = 1000
 #: The windows' blocks and conflicting pairs, summed over the windows tried, at most this many times the
@@ -164,7 +163,7 @@ def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = No
         if tops.max() <= target or deadline.passed() or work <= 0:
             break
         v = int(np.argmax(tops))  # the highest violator (the first such)
-        margin = int(MARGINS[widening] * (upper[v] - lower[v]))
+        margin = int((2**widening - 1) / 2 * (upper[v] - lower[v]))
         a, b = int(lower[v]) - margin, int(upper[v]) + margin
         improved, spent = _replace(problem, offsets, target, a, b, deadline)
         work -= spent
@@ -172,7 +171,7 @@ def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = No
             break
         if improved:
             widening = 0
-        elif (a <= run[0] and b >= run[1]) or widening + 1 == len(MARGINS):
+        elif a <= run[0] and b >= run[1]:
             break
         else:
             widening += 1
