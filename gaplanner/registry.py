@@ -216,7 +216,8 @@ def _ga(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Plan:
             on_progress=hooks.on_progress,
             should_stop=hooks.should_stop,
         )
-    return memory_ga(problem, settings, on_progress=hooks.on_progress, should_stop=hooks.should_stop)
+    progress, stop = hooks.on_progress, hooks.should_stop
+    return memory_ga(problem, settings, on_progress=progress, should_stop=stop, deadline=hooks.deadline)
 
 
 def _exact(problem: Problem, settings: ExactSettings | None, hooks: Hooks) -> Plan:

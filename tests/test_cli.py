@@ -55,6 +55,42 @@ def test_a_time_limit_is_kept_on_a_mid_size_input(capsys, tmp_path: Path) -> Non
     assert plan["lower_bound"] <= plan["peak"]
 
 
+def memories_input(tmp_path: Path, blocks: int, dram: int | None = None) -> str:
+    """``blocks`` random intervals, an SRAM too small for them all in front of DRAM (``dram``: its
+    capacity, which makes the input a does-it-fit question)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    lower = rng.integers(0, 2000, blocks)
+    buffers = [
+        {
+            "id": f"b{k}",
+            "lower": int(lo),
+            "upper": int(lo + rng.integers(1, 60)),
+            "size": int(rng.integers(1, 4096)),
+        }
+        for k, lo in enumerate(lower)
+    ]
+    memories = [{"id": "sram", "capacity": 65536}, {"id": "dram", "capacity": dram, "read_cost": 10}]
+    return write(tmp_path, "memories.json", {"buffers": buffers, "memories": memories})
+
+
+@pytest.mark.parametrize("dram", [None, 1 << 30])
+def test_a_time_limit_is_kept_across_memories(capsys, tmp_path: Path, dram: int | None) -> None:
+    """3,000 blocks across an SRAM and DRAM: the search across memories, its polish of the best order
+    (thousands of orders a round here) and verification keep the time limit; so does the does-it-fit
+    question (every memory with a capacity)."""
+    gaplanner.warm_up()
+    source = memories_input(tmp_path, 3000, dram)
+    started = time.perf_counter()
+    code, _, _ = run(capsys, "plan", source, "--time-limit", "2", "-o", str(tmp_path / "plan.json"))
+    seconds = time.perf_counter() - started
+    assert code == 0
+    assert seconds <= 2 * (2 * 1.1 + 1), seconds  # 10 % + 1 s, and as much again for a loaded machine
+    plan = json.loads((tmp_path / "plan.json").read_text())  # a does-it-fit answer: "fits" and the plan
+    assert plan.get("fits", True) and {b["memory"] for b in plan["blocks"]} == {"sram", "dram"}
+
+
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_plan_then_verify_round_trip(capsys, tmp_path: Path, fmt: str) -> None:
     out_file = tmp_path / f"plan.{fmt}"

@@ -13,9 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numba
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import Plan, SearchStats
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.ga.budget import Pacing, first_generation_seconds, fit_population_to_budget
 from gaplanner.search.ga.loop import ProgressCallback, evolve
@@ -34,31 +37,38 @@ def memory_ga(
     *,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """Search orders decoded across memories; the best verified plan with its convergence trace.
 
     :class:`~gaplanner.errors.DoesNotFit` when no order placed every block
-    within the memories' capacities. The time limit counts from after
-    :func:`~gaplanner.search.warm.warm_up`, as for one arena.
+    within the memories' capacities. ``deadline``: the run's (:mod:`gaplanner.deadline`); by default
+    the settings' time limit, counted from after :func:`~gaplanner.search.warm.warm_up`, as for one
+    arena. The generations and the polish come out of it; the plan's verification is kept back.
     """
     warm_up()
     settings = settings or GASettings()
+    deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()
     decoder = MemoryDecoder.for_problem(problem)
     seeds = seed_orders(problem)
     decoding = time.perf_counter()
     decoder.decode(seeds[0])
-    settings = fit_population_to_budget(problem, settings, time.perf_counter() - decoding)
+    decode_seconds = time.perf_counter() - decoding
+    settings = fit_population_to_budget(problem, settings, decode_seconds, deadline.left())
     lower_bound = problem.memories.cost_lower_bound()  # type: ignore[union-attr]
-    termination = Termination(settings, lower_bound, should_stop, started, by_cost=True)
+    deadline.stage("genetic search")
+    termination = Termination(settings, lower_bound, should_stop, started, by_cost=True, deadline=deadline)
     building = time.perf_counter()
     islands = make_memory_islands(problem, settings, decoder, seeds)
     pacing = Pacing.for_search(settings, first_generation_seconds(settings, time.perf_counter() - building))
-    trace, stop_reason = evolve(islands, settings, termination, pacing, started, on_progress)
+    trace, stop_reason = evolve(islands, settings, termination, pacing, started, on_progress, None, deadline)
     order, scores = _best(islands)
-    out_of_time = _out_of_time(settings, started, should_stop)
-    order, scores, polished = polish(MemoryFitness(decoder), order, scores, out_of_time)
+    out_of_time = _out_of_time(deadline, should_stop)
+    affordable = _orders_left(deadline, decode_seconds)
+    order, scores, polished = polish(MemoryFitness(decoder), order, scores, out_of_time, affordable)
     evaluations = trace[-1].evaluations + polished
+    deadline.stage("verification")
     search = SearchStats(trace[-1].generation, evaluations, settings.seed, settings.population)
     return plan_placement(
         problem, scores.memory_of[0], scores.offsets[0], float(scores.costs[0]), "ga", started,
@@ -76,16 +86,24 @@ def _best(islands: list[MemoryIsland]) -> tuple[np.ndarray, MemoryScores]:
 
 
 def polish(
-    fitness: MemoryFitness, order: np.ndarray, scores: MemoryScores, out_of_time: Callable[[], bool]
+    fitness: MemoryFitness,
+    order: np.ndarray,
+    scores: MemoryScores,
+    out_of_time: Callable[[], bool],
+    affordable: Callable[[], int] | None = None,
 ) -> tuple[np.ndarray, MemoryScores, int]:
     """Move the best order's slow blocks to the front, one at a time, while the cost drops.
 
     Each round tries every block left in a slower memory at the front of the
-    order and keeps the best result if it beats the best; also the orders it decoded.
+    order (the first ``affordable()`` of them: a round on thousands of blocks
+    decodes thousands of orders) and keeps the best result if it beats the
+    best; also the orders it decoded.
     """
     evaluations = 0
     while not out_of_time():
         slow = np.flatnonzero(scores.memory_of[0][order] > 0)
+        if affordable is not None:
+            slow = slow[: affordable()]
         if not len(slow):
             break
         tries, placed = fitness(to_front(order, slow))
@@ -97,9 +115,17 @@ def polish(
     return order, scores, evaluations
 
 
-def _out_of_time(settings: GASettings, started: float, should_stop: StopCheck | None) -> Callable[[], bool]:
+def _orders_left(deadline: Deadline, decode_seconds: float) -> Callable[[], int] | None:
+    """How many orders can still be decoded before ``deadline`` (None: no time limit), from the time
+    one took (``decode_seconds``) and the threads a population is decoded on."""
+    if deadline.limit is None:
+        return None
+    per_order = max(decode_seconds, 1e-9) / max(1, numba.get_num_threads())
+    return lambda: int(deadline.left() / per_order)
+
+
+def _out_of_time(deadline: Deadline, should_stop: StopCheck | None) -> Callable[[], bool]:
     def check() -> bool:
-        late = settings.time_limit is not None and time.perf_counter() - started >= settings.time_limit
-        return late or (should_stop is not None and should_stop())
+        return deadline.passed() or (should_stop is not None and should_stop())
 
     return check
