@@ -30,6 +30,7 @@ from gaplanner.problem.pools import read_pool_document
 from gaplanner.problem.problem import Problem
 from gaplanner.progress import ProgressLine
 from gaplanner.schedule import ScheduleResult, ScheduleSettings
+from gaplanner.schedule.choose import settings_within
 from gaplanner.schedule.interleave import scheduled_pool
 from gaplanner.schedule.planning import scheduled_problem, with_interleaving, with_schedule
 from gaplanner.solve import Planned, compare, plan_input, settings_for, solve
@@ -40,9 +41,6 @@ Handler = Callable[[argparse.Namespace], int]
 #: Estimated seconds of writing the plan (JSON or CSV) per block: a high estimate from plans of a
 #: million blocks on a loaded machine, kept back from the time limit.
 OUTPUT_SECONDS_PER_BLOCK = 5e-6
-#: Of the time limit, the most the order search (``--schedule search``) may take; the layout search
-#: gets what is left after it (all the rest when the order search ends early).
-SCHEDULE_SHARE = 0.5
 
 
 def _settings(args: argparse.Namespace, algorithm: str = "ga") -> Any:
@@ -121,14 +119,12 @@ def _schedule_option(args: argparse.Namespace) -> str | list[str] | None:
 
 def _order_settings(args: argparse.Namespace) -> ScheduleSettings:
     """The order search's settings: the seed given, and with a time limit (``args.deadline``) up to
-    :data:`SCHEDULE_SHARE` of the time left, the cut bound's seconds out of it."""
+    :data:`~gaplanner.schedule.choose.SCHEDULE_SHARE` of the time left."""
     given: dict[str, Any] = {} if args.seed is None else {"seed": args.seed}
     deadline: Deadline | None = getattr(args, "deadline", None)
     if deadline is not None and deadline.limit is not None:
-        seconds = max(SCHEDULE_SHARE * deadline.left(), 0.01)
-        given.update(time_limit=seconds, cut_seconds=min(ScheduleSettings().cut_seconds, seconds / 5))
         deadline.stage("order search")
-    return ScheduleSettings(**given)
+    return settings_within(deadline, **given)
 
 
 def _schedule_flag(args: argparse.Namespace, exc: InputError, flags: dict[str, str]) -> InputError:

@@ -235,7 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="an existing Ray cluster to run on (default: $RAY_ADDRESS, else the islands run here)",
     )
 
-    comparison = sub.add_parser("compare", help="every baseline and the GA on one input, as a table")
+    comparison = sub.add_parser(
+        "compare", help="every baseline and the GA on one input, as a table (--time-limit: each one's)"
+    )
     comparison.add_argument("input")
     _add_search_options(comparison)
     add_rules_options(comparison)

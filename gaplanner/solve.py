@@ -171,11 +171,17 @@ def compare(
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
 ) -> list[ComparisonRow]:
-    """Every baseline, then the GA (with ``settings``), on one problem."""
+    """Every baseline, then the GA (with ``settings``), on one problem.
+
+    Each algorithm has its own deadline: the settings' time limit, counted from its own start (its
+    starting plans and verification included), so the comparison as a whole takes up to the sum of
+    its rows' times; the baselines take no time limit.
+    """
     if problem.memories is not None:
         raise InputError("compare plans one arena; plan an input with memories with 'plan'", "memories")
     rows = []
     usable = [a.name for a in ALGORITHMS.values() if a.baseline and a.can_plan(problem)]
+    limit = (settings or GASettings()).time_limit
     for algorithm in (*usable, "ga"):
         started = time.perf_counter()
         plan = solve(
@@ -184,6 +190,7 @@ def compare(
             settings if algorithm == "ga" else None,
             on_progress=on_progress,
             should_stop=should_stop,
+            deadline=Deadline(limit, started) if algorithm == "ga" else None,
         )
         rows.append(
             ComparisonRow(algorithm, plan.peak, plan.ratio, time.perf_counter() - started, plan.optimal)

@@ -123,16 +123,16 @@ def job_settings(algorithm: str, options: dict[str, Any]) -> Any:
     return settings
 
 
-def _scheduled_problem(graph: Any, options: dict[str, Any]) -> tuple[Any, Any, bool]:
+def _scheduled_problem(graph: Any, options: dict[str, Any], deadline: Any) -> tuple[Any, Any, bool]:
     """The problem with its operators in a searched order, the search's certificate, and whether the
-    order is a pool's interleaving."""
-    from gaplanner.schedule import ScheduleSettings
+    order is a pool's interleaving. The order search takes at most the share of the job's ``deadline``
+    the command line gives it (:func:`gaplanner.schedule.choose.settings_within`); the plan, the rest."""
+    from gaplanner.schedule.choose import settings_within
     from gaplanner.schedule.interleave import scheduled_pool
     from gaplanner.schedule.planning import scheduled_problem
     from service.inputs import rules_from_options, schedulable_document, schedulable_pool
 
-    # the job's seconds bound the order search too (its bounds' and starting orders' time on top)
-    settings = ScheduleSettings(seed=options.get("seed", 0), time_limit=options.get("time_limit") or 10.0)
+    settings = settings_within(deadline, seed=options.get("seed", 0))
     rules = rules_from_options(options)
     if (pool := schedulable_pool(graph)) is not None:
         return (*scheduled_pool(*pool, "search", rules, settings), True)
@@ -141,19 +141,23 @@ def _scheduled_problem(graph: Any, options: dict[str, Any]) -> tuple[Any, Any, b
 
 def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Plan (or compare on) one input; what the store keeps of the result."""
+    from gaplanner.deadline import Deadline
     from gaplanner.problem.loading import load_problem
     from gaplanner.solve import compare
     from service.inputs import rules_from_options
 
+    started = time.perf_counter()  # the job's time limit counts from here, not from its submission
     if _progress is not None and slot is not None:  # which process runs the job, should one die
         _progress.put((job_id, {"pid": os.getpid()}))
-    searched = kind == "plan" and options.get("schedule") == "search"
-    if searched:
-        problem, schedule, pooled = _scheduled_problem(graph, options)
-    else:
-        problem = load_problem(graph, rules=rules_from_options(options))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
     settings = job_settings(algorithm, options)
+    # reading the input, an order search and the plan, its verification included, come out of it
+    deadline = Deadline(getattr(settings, "time_limit", None), started)
+    searched = kind == "plan" and options.get("schedule") == "search"
+    if searched:
+        problem, schedule, pooled = _scheduled_problem(graph, options, deadline)
+    else:
+        problem = load_problem(graph, rules=rules_from_options(options))
     reporter = _Reporter(job_id, slot)
     hooks = {"on_progress": reporter.on_progress, "should_stop": reporter.should_stop}
     if kind == "compare":
@@ -178,7 +182,7 @@ def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[
             "peak": min(r.peak for r in rows),
         }
     else:
-        plan, data = _plan(problem, algorithm, settings, hooks, options)
+        plan, data = _plan(problem, algorithm, settings, {**hooks, "deadline": deadline}, options)
         if searched:
             from gaplanner.schedule.planning import with_interleaving, with_schedule
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.documents.lifetimes import analyse_graph
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import Document
@@ -111,6 +112,20 @@ def given_order(document: Document, dag: Dag) -> np.ndarray:
         return np.arange(dag.n, dtype=np.int64)
     index = {op_id: k for k, op_id in enumerate(dag.ids)}
     return np.array([index[i] for i in analyse_graph(document).operator_ids], np.int64)
+
+
+#: Of a run's time limit, the most the order search may take; the layout search gets what is left
+#: after it (all the rest when the order search ends early).
+SCHEDULE_SHARE = 0.5
+
+
+def settings_within(deadline: Deadline | None, **given: Any) -> ScheduleSettings:
+    """The order search's settings (``given``), with a time limit of up to :data:`SCHEDULE_SHARE` of
+    what is left of ``deadline`` (the run's), the cut bound's seconds out of it."""
+    if deadline is not None and deadline.limit is not None:
+        seconds = max(SCHEDULE_SHARE * deadline.left(), 0.01)
+        given.update(time_limit=seconds, cut_seconds=min(ScheduleSettings().cut_seconds, seconds / 5))
+    return ScheduleSettings(**given)
 
 
 def search_schedule(
