@@ -179,7 +179,7 @@ def _ga_arena(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Pl
 
             return solve_islands(
                 problem, ga_settings, workers=workers, ray_address=hooks.ray_address, on_progress=report,
-                should_stop=stop,
+                should_stop=stop, deadline=deadline,
             )  # fmt: skip
         return run_ga(
             problem, ga_settings, seed_offsets=seeds, on_progress=report, should_stop=stop, exchange=exchange,
@@ -215,6 +215,7 @@ def _ga(problem: Problem, settings: GASettings | None, hooks: Hooks) -> Plan:
             ray_address=hooks.ray_address,
             on_progress=hooks.on_progress,
             should_stop=hooks.should_stop,
+            deadline=hooks.deadline,
         )
     progress, stop = hooks.on_progress, hooks.should_stop
     return memory_ga(problem, settings, on_progress=progress, should_stop=stop, deadline=hooks.deadline)

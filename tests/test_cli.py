@@ -75,15 +75,16 @@ def memories_input(tmp_path: Path, blocks: int, dram: int | None = None) -> str:
     return write(tmp_path, "memories.json", {"buffers": buffers, "memories": memories})
 
 
-@pytest.mark.parametrize("dram", [None, 1 << 30])
-def test_a_time_limit_is_kept_across_memories(capsys, tmp_path: Path, dram: int | None) -> None:
+@pytest.mark.parametrize(("dram", "workers"), [(None, "1"), (1 << 30, "1"), (None, "2")])
+def test_a_time_limit_is_kept_across_memories(capsys, tmp_path: Path, dram: int | None, workers: str) -> None:
     """3,000 blocks across an SRAM and DRAM: the search across memories, its polish of the best order
-    (thousands of orders a round here) and verification keep the time limit; so does the does-it-fit
-    question (every memory with a capacity)."""
+    (thousands of orders a round here) and verification keep the time limit; so do the does-it-fit
+    question (every memory with a capacity) and two workers (a search this short stays in-process)."""
     gaplanner.warm_up()
     source = memories_input(tmp_path, 3000, dram)
     started = time.perf_counter()
-    code, _, _ = run(capsys, "plan", source, "--time-limit", "2", "-o", str(tmp_path / "plan.json"))
+    out = str(tmp_path / "plan.json")
+    code, _, _ = run(capsys, "plan", source, "--time-limit", "2", "--workers", workers, "-o", out)
     seconds = time.perf_counter() - started
     assert code == 0
     assert seconds <= 2 * (2 * 1.1 + 1), seconds  # 10 % + 1 s, and as much again for a loaded machine

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import numba
 import numpy as np
@@ -182,6 +183,28 @@ def test_time_limit_and_stop_requests_end_the_search(started_ray, problem) -> No
     endless = GASettings(population=12, generations=None, time_limit=None, stall_generations=10**6, islands=2)
     plan = run_islands(problem, endless, workers=2, should_stop=lambda: len(calls) > 3 or calls.append(1))
     assert plan.stop_reason == "stopped by request"
+
+
+def test_the_islands_and_the_memories_searches_on_ray_end_by_the_runs_deadline(started_ray, problem) -> None:
+    """The run's deadline (2 s), not a clock of their own (their settings say a minute): the starting
+    plans, the phases and the workers' searches come out of it. The margin is Ray's start-up on a
+    loaded machine, not a timing claim (experiments/ measures how far past its limit a run goes)."""
+    from gaplanner.deadline import Deadline
+    from gaplanner.problem.loading import problem_from_json
+
+    timed = GASettings(population=12, generations=None, time_limit=60.0, stall_generations=None, islands=2)
+    deadline = Deadline(2.0)
+    plan = run_islands(problem, timed, workers=2, deadline=deadline)
+    assert plan.peak >= problem.lower_bound and deadline.elapsed() < 30.0
+    rng = np.random.default_rng(7)
+    lower = rng.integers(0, 300, 400)
+    buffers = [{"id": f"b{k}", "lower": int(lo), "upper": int(lo + rng.integers(1, 30)),
+                "size": int(rng.integers(1, 64))} for k, lo in enumerate(lower)]  # fmt: skip
+    memories = [{"id": "sram", "capacity": 96}, {"id": "dram"}]
+    across = problem_from_json({"buffers": buffers, "memories": memories})
+    deadline = Deadline(2.0)
+    plan = solve(across, "ga", replace(timed, islands=1), workers=2, deadline=deadline)  # Ray is running
+    assert plan.cost is not None and deadline.elapsed() < 30.0
 
 
 def test_a_worker_does_not_start_a_generation_that_would_end_past_its_deadline(problem) -> None:

@@ -18,7 +18,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import Plan, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.distributed.cost import ray_pays_off
 from gaplanner.search.distributed.session import ray_session
@@ -28,10 +30,13 @@ from gaplanner.search.ga import GASettings, ProgressCallback, StopCheck
 POLL_SECONDS = 0.1
 
 
-def _search(problem: Problem, settings: GASettings) -> Plan:
+def _search(problem: Problem, settings: GASettings, ends: float | None = None) -> Plan:
+    """One search in a worker process; ``ends``: when it must end, in seconds since the epoch (a clock
+    every process reads alike), its loading of compiled code included."""
     from gaplanner.search.memories.ga import memory_ga  # in the worker process
 
-    return memory_ga(problem, settings)
+    deadline = None if ends is None else Deadline(max(ends - time.time(), 0.0))
+    return memory_ga(problem, settings, deadline=deadline)
 
 
 def best_memory_plan(plans: list[Plan]) -> Plan:
@@ -47,24 +52,31 @@ def solve_memories_on_workers(
     ray_address: str | None = None,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """The best of ``workers`` memory searches (seeds from ``settings.seed`` up), on Ray when it pays off.
 
     ``should_stop``: asked while the searches run; True keeps the plans that
     have come back (or, if none has, waits for the first). ``on_progress``: the
     search in this process reports each generation (the workers' do not).
+    ``deadline``: the run's (:mod:`gaplanner.deadline`); on Ray each search ends by it (as a time of
+    day: the workers' start-up included), less this process's verification of the best plan.
     """
     from gaplanner.search.memories.ga import memory_ga
 
     settings = settings or GASettings()
     workers = workers or os.cpu_count() or 1
     if not ray_pays_off(problem, settings, workers, ray_address):
-        return memory_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)
+        stops = {"on_progress": on_progress, "should_stop": should_stop}
+        return memory_ga(problem, settings, **stops, deadline=deadline)
+    ends = None
+    if deadline is not None and deadline.limit is not None:
+        ends = time.time() + max(deadline.left() - verify_seconds(problem), 0.0)
     seeds = [replace(settings, seed=settings.seed + k) for k in range(workers)]
     started = time.perf_counter()
     with ray_session(ray_address) as ray:
         search = ray.remote(num_cpus=1)(_search)
-        plans = _gather(ray, [search.remote(problem, s) for s in seeds], should_stop)
+        plans = _gather(ray, [search.remote(problem, s, ends) for s in seeds], should_stop)
     best = best_memory_plan(plans)
     assert best.search is not None
     evaluations = sum(plan.search.evaluations for plan in plans if plan.search is not None)

@@ -10,7 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, RayStats, SearchStats, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.distributed.cost import ray_pays_off
 from gaplanner.search.distributed.driver import Driver
@@ -38,11 +40,13 @@ def solve_islands(
     ray_address: str | None = None,
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """The GA with ``max(settings.islands, workers)`` islands, on Ray when it pays off, else in-process.
 
     ``workers``: how many run at once (default: this machine's cores). The
     result depends on the seed and the island count, not on where they run.
+    ``deadline``: the run's (:mod:`gaplanner.deadline`), as for :func:`~gaplanner.search.ga.run_ga`.
     """
     settings = settings or GASettings()
     workers = workers or os.cpu_count() or 1
@@ -55,8 +59,9 @@ def solve_islands(
             ray_address=ray_address,
             on_progress=on_progress,
             should_stop=should_stop,
+            deadline=deadline,
         )
-    return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop)
+    return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop, deadline=deadline)
 
 
 def merge_records(
@@ -93,6 +98,7 @@ def run_islands(
     on_progress: ProgressCallback | None = None,
     should_stop: StopCheck | None = None,
     on_start: Callable[[Driver], None] | None = None,
+    deadline: Deadline | None = None,
 ) -> Plan:
     """The island GA on Ray workers (a local Ray unless an address is given or Ray is running).
 
@@ -100,12 +106,16 @@ def run_islands(
     workers. ``on_start(driver)`` is called once the workers are up (tests
     use it to find the worker processes). As with :func:`~gaplanner.search.ga.run_ga`,
     the clock starts after the kernels are compiled here, so that workers on
-    this machine load them from numba's cache.
+    this machine load them from numba's cache. ``deadline``: the run's (by default the settings' time
+    limit from then): the starting plans, Ray's start-up and the phases come out of it, the plan's
+    verification is kept back.
     """
     warm_up()
+    settings = settings or GASettings()
+    deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()
-    settings = fit_population_to_budget(problem, settings or GASettings())  # as run_ga does
-    plans = starting_plans(problem)
+    settings = fit_population_to_budget(problem, settings, None, deadline.left())  # as run_ga does
+    plans = starting_plans(problem, deadline)
     at_bound = plan_at_bound(problem, plans, settings, started)
     if at_bound is not None:  # nothing for the islands to do: no Ray started
         return at_bound
@@ -113,7 +123,7 @@ def run_islands(
     with ray_session(ray_address, num_cpus=max(workers, os.cpu_count() or 1)) as ray:
         driver = Driver(ray, problem, settings, workers, should_stop, seeds)
         try:
-            return _search(driver, problem, settings, started, on_progress, on_start)
+            return _search(driver, problem, settings, (started, deadline), on_progress, on_start)
         finally:
             driver.close()
 
@@ -138,18 +148,19 @@ def _search(
     driver: Driver,
     problem: Problem,
     settings: GASettings,
-    started: float,
+    clock: tuple[float, Deadline],
     on_progress: ProgressCallback | None,
     on_start: Callable[[Driver], None] | None,
 ) -> Plan:
     s = settings
+    started, deadline = clock
     # Generations, stall and the lower bound are replayed per generation of the merged records;
     # the clock and stop requests are checked once per phase (started=inf keeps Termination's clock out).
     termination = Termination(s, problem.lower_bound, started=math.inf)
     trace: list[GenerationRecord] = []
 
     def seconds_left() -> float | None:
-        return None if s.time_limit is None else s.time_limit - (time.perf_counter() - started)
+        return None if deadline.limit is None else deadline.left()
 
     def absorb(records: list[GenerationRecord]) -> str | None:
         reason = None
@@ -160,7 +171,7 @@ def _search(
             reason = termination.reason(record.generation, record.best_peak, record.evaluations)
             if reason is not None:
                 break
-        if reason is None and (s.time_limit is not None and (seconds_left() or 0) <= 0):
+        if reason is None and deadline.passed():
             reason = "time limit"
         if reason is None and driver.stop_requested:
             reason = "stopped by request"
