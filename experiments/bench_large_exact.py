@@ -1,9 +1,9 @@
 """Large interval problems at their bound: the default search beside omnimalloc's branch and bound.
 
-    python -m experiments.bench_large_exact [--sizes 62000,250000] [--time-limit 60]
+    python -m experiments.bench_large_exact [--sizes 62000,250000] [--seeds 0] [--time-limit 60]
 
-Inputs: :mod:`experiments.synthetic` problems (seed 0; nested lifetimes, sizes
-64 B to 64 MiB) at each size. Per input and planner one fresh process, which
+Inputs: :mod:`experiments.synthetic` problems (the generator's seeds given;
+nested lifetimes, sizes 64 B to 64 MiB) at each size. Per input and planner one fresh process, which
 builds the input, plans a 300-block problem first (the compiled kernels
 loaded: warm runs are timed) and then plans it; its peak resident memory is
 the process's own (``wait4``: interpreter, libraries and input included).
@@ -53,18 +53,19 @@ def _plan(planner: str, problem, seconds: float) -> tuple[int, float, str]:
     return peak, elapsed, ""
 
 
-def run_one(planner: str, n: int, seconds: float) -> dict:
+def run_one(planner: str, n: int, seed: int, seconds: float) -> dict:
     from experiments.synthetic import synthetic_problem
 
     _plan(OURS, synthetic_problem(300, seed=0), 1.0)  # loads the kernels: warm runs are timed
-    problem = synthetic_problem(n, seed=0)
+    problem = synthetic_problem(n, seed=seed)
     peak, elapsed, stop = _plan(planner, problem, seconds)
     return {"peak": peak, "bound": problem.lower_bound, "seconds": elapsed, "stop": stop}
 
 
-def measure(planner: str, n: int, seconds: float) -> dict | None:
+def measure(planner: str, n: int, seed: int, seconds: float) -> dict | None:
     """One fresh process: its result and its peak resident memory (MB)."""
-    argv = [sys.executable, "-m", "experiments.bench_large_exact", "--one", planner, str(n), str(seconds)]
+    one = [planner, str(n), str(seed), str(seconds)]
+    argv = [sys.executable, "-m", "experiments.bench_large_exact", "--one", *one]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     out = child.stdout.read() if child.stdout else ""
     _, status, usage = os.wait4(child.pid, 0)
@@ -73,28 +74,38 @@ def measure(planner: str, n: int, seconds: float) -> dict | None:
     return {**json.loads(out.strip().splitlines()[-1]), "rss": usage.ru_maxrss / 1024}
 
 
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s]
+
+
+def _row(planner: str, n: int, seed: int, seconds: float) -> list[str]:
+    label = f"synthetic {n:,}, seed {seed}"
+    result = measure(planner, n, seed, seconds)
+    if result is None:
+        return [label, planner, "failed", "", "", ""]
+    ratio = result["peak"] / result["bound"]
+    took, rss = f"{result['seconds']:.2f}", f"{result['rss']:,.0f}"
+    row = [label, planner, f"{ratio:.4f}", took, rss, result["stop"]]
+    print(" | ".join(row), flush=True)
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--seeds", default="0", help="the generator's seeds, comma-separated")
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(run_one(args.one[0], int(args.one[1]), float(args.one[2]))))
+        print(json.dumps(run_one(args.one[0], int(args.one[1]), int(args.one[2]), float(args.one[3]))))
         return 0
     load_before = os.getloadavg()[0]
     rows = []
-    for n in (int(s) for s in args.sizes.split(",") if s):
+    cells = [(n, seed) for n in (int(s) for s in args.sizes.split(",") if s) for seed in _ints(args.seeds)]
+    for n, seed in cells:
         for planner in (OURS, OMNI):
-            result = measure(planner, n, args.time_limit)
-            if result is None:
-                rows.append([f"synthetic {n:,}", planner, "failed", "", "", ""])
-                continue
-            ratio = result["peak"] / result["bound"]
-            row = [f"synthetic {n:,}", planner, f"{ratio:.4f}", f"{result['seconds']:.2f}",
-                   f"{result['rss']:,.0f}", result["stop"]]  # fmt: skip
-            print(" | ".join(row), flush=True)
-            rows.append(row)
+            rows.append(_row(planner, n, seed, args.time_limit))
     notes = (
         f"Load average (1 min) {load_before:.1f} before the runs and {os.getloadavg()[0]:.1f} after, on a "
         "shared 2-core machine: seconds move with the load; peak / bound does not. One run per cell. "
