@@ -168,13 +168,21 @@ def _pinned_top(sizes: np.ndarray, pinned: np.ndarray) -> int:
 
 
 def _check_pinned(problem: Problem) -> Problem:
-    """Refuse pinned blocks that overlap a conflicting pinned block: no plan could keep both.
+    """Refuse pinned blocks off their alignment, or overlapping a conflicting pinned block: no plan
+    could keep them.
 
     On an interval problem the pinned blocks' lifetimes tell their conflicts: the
     pair list is not built for this.
     """
     fixed = np.flatnonzero(problem.pinned >= 0)
     offsets, ends = problem.pinned, problem.pinned + problem.sizes
+    if len(problem.alignments) and (off := fixed[offsets[fixed] % problem.alignments[fixed] != 0]).size:
+        a = int(off[0])  # its alignment may come from a unit an operator runs on, or a view of its bytes
+        raise InputError(
+            f"block {problem.ids[a]!r} is pinned at {offsets[a]}, not a multiple of {problem.alignments[a]}, "
+            "the alignment its tensors need (their own, the document's, or a unit's that touches them)",
+            "offset",
+        )
     for a in fixed:
         if problem.interval_conflicts:
             later = fixed[fixed > a]

@@ -39,3 +39,22 @@ def test_bad_arrays_are_refused_naming_the_field(sizes, lower, upper, alignment,
     with pytest.raises(InputError) as refused:
         problem_from_arrays(np.array(sizes), np.array(lower), np.array(upper), alignment=alignment)
     assert refused.value.field == field
+
+
+def test_a_pinned_tensor_off_the_alignment_a_unit_asks_is_refused_naming_it() -> None:
+    """Found by the campaign: a tensor pinned at 8 whose view an operator on a 16-byte unit reads. Every
+    plan failed its own verification; the input is now refused at once, naming the block."""
+    from gaplanner.problem.loading import problem_from_json
+
+    doc = {
+        "operators": [
+            {"id": "op0", "inputs": ["x0"], "outputs": ["t0a"], "views": {"t0a": "x0"}},
+            {"id": "op1", "inputs": ["t0a"], "outputs": ["t1a"], "device": "npu"},
+        ],
+        "tensors": [{"id": "x0", "size": 5, "offset": 8}, {"id": "t0a", "size": 5}, {"id": "t1a", "size": 3}],
+        "devices": [{"id": "npu", "alignment": 16}],
+    }
+    with pytest.raises(InputError, match="'x0' is pinned at 8, not a multiple of 16"):
+        problem_from_json(doc)
+    doc["tensors"][0]["offset"] = 16
+    assert problem_from_json(doc).pinned.tolist()[0] == 16
