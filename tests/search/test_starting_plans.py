@@ -99,8 +99,9 @@ def test_the_islands_start_no_ray_when_a_starting_plan_meets_the_bound() -> None
 def test_a_training_graph_is_planned_at_its_bound_from_the_start(benchmarks) -> None:
     """iopddl_S: every baseline is above the max load (best-fit-coalescing by 0.44 %); this plan is not."""
     problem = load_problem(benchmarks / "large" / "iopddl_S_1.csv")
+    assert min(plan.peak for plan in baseline_plans(problem).values()) > problem.lower_bound
     plans = starting_plans(problem)
-    assert min(plans[name].peak for name in baseline_plans(problem)) > problem.lower_bound
     assert plans["heaviest-instant-first"].peak == problem.lower_bound
+    assert "greedy-size" not in plans  # made after the heaviest instant's, which is already at the bound
     plan = solve(problem, "exact", ExactSettings(time_limit=30.0, threads=1))
     assert plan.optimal and plan.stop_reason == "optimal" and plan.elapsed < 30.0
