@@ -97,6 +97,14 @@ def _makers(problem: Problem, deadline: Deadline) -> dict[str, Callable[[Problem
     return {name: makers[name] for name in order}
 
 
+def first_plan(problem: Problem, deadline: Deadline) -> Plan:
+    """The plan :func:`starting_plans` makes first: first-fit's, or where the time left is too short
+    for a first-fit decode, best-fit-coalescing's (the cheapest). A run needs a plan even when the
+    search it was asked for has no time to make one."""
+    make = next(iter(_makers(problem, deadline).values()))
+    return make(problem)
+
+
 def _estimate(name: str, problem: Problem, made: dict[str, Plan]) -> float:
     """The estimated seconds of the plan ``name``, from first-fit's measured time where it was made
     (best-fit-coalescing's walk over time costs at most about as much)."""

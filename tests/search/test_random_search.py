@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
+import gaplanner.search.random_search as random_search_module
 from gaplanner import load_problem
+from gaplanner.deadline import Deadline
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import problem_from_arrays
+from gaplanner.search.baselines import best_fit_coalescing, first_fit
 from gaplanner.search.decoder import decode
 from gaplanner.search.random_search import RandomSearchSettings, random_orders, random_search
 from tests.oracles import brute_force_peaks
@@ -82,6 +87,26 @@ def test_stops_at_the_lower_bound_and_on_time() -> None:
         random_problem(1, 50), RandomSearchSettings(None, time_limit=0.05, stop_at_lower_bound=False)
     )
     assert timed.stop_reason == "time limit"
+
+
+def test_with_no_time_for_a_random_order_the_cheapest_starting_plan_is_kept() -> None:
+    problem = random_problem(2, 60)
+    passed = Deadline(1.0, started=time.perf_counter() - 2.0)
+    plan = random_search(problem, RandomSearchSettings(1000, seed=3), passed)
+    assert plan.stop_reason == "time limit: no random order fits the budget; best-fit-coalescing's plan kept"
+    assert np.array_equal(plan.offsets, best_fit_coalescing(problem).offsets)
+    assert plan.algorithm == "random-search" and plan.search.evaluations == 1 and len(plan.trace) == 1
+
+
+def test_a_random_order_is_decoded_only_when_its_estimate_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = random_problem(5, 60)
+    monkeypatch.setattr(random_search_module, "decode_estimate", lambda problem: 1.0)  # 2.5 s a random order
+    settings = RandomSearchSettings(96, seed=1, stop_at_lower_bound=False)
+    short = random_search(problem, settings, Deadline(2.0))
+    assert short.stop_reason == "time limit: no random order fits the budget; first-fit's plan kept"
+    assert np.array_equal(short.offsets, first_fit(problem).offsets)
+    searched = random_search(problem, settings, Deadline(30.0))
+    assert searched.stop_reason == "evaluation limit" and searched.search.evaluations == 96
 
 
 def test_on_a_split_graph_the_plan_is_the_best_decode_of_the_drawn_orders() -> None:
