@@ -32,11 +32,11 @@ from gaplanner.search.window_repair import repair, repairable
 
 HEAVIEST_INSTANT_FIRST = "heaviest-instant-first"
 #: The best starting plan with its blocks above the bound placed again, window by window
-#: (:mod:`gaplanner.search.window_repair`).
+#: (:mod:`gaplanner.search.window_repair`), on an interval problem of any size: its work is bounded
+#: by a few decodes of the problem. A small problem can need it as much as a large one: an order
+#: chosen for its bound (:mod:`gaplanner.schedule`) keeps more bytes alive for long, their lifetimes
+#: crossing instead of nested, and every starting plan then leaves long blocks above the bound.
 REPAIRED = "repaired"
-#: Blocks from which the best starting plan, when above the bound, is repaired window by window: below
-#: it the exact search and the GA take the whole problem in their stride.
-REPAIR_MIN_BLOCKS = 5000
 #: The share of the time left the repair may take: where the bound cannot be met (pangu), it gives up
 #: only once its windows hold the whole run, and the searches need the rest.
 REPAIR_SHARE = 0.3
@@ -121,8 +121,8 @@ def starting_plans(problem: Problem, deadline: Deadline | None = None) -> dict[s
     (a run needs a plan: the cheapest, when the time left is short); each other
     only when its estimated time fits what is left, so a run of a million blocks
     with a short time limit starts from fewer plans instead of overrunning it.
-    On a large interval problem (:data:`REPAIR_MIN_BLOCKS`) none of them at the
-    bound, the best is repaired window by window too (:data:`REPAIRED`, kept when lower).
+    On an interval problem none of them at the bound, the best is repaired
+    window by window too (:data:`REPAIRED`, kept when lower).
     The plans come back in the baselines' order, then the heaviest instant's, then the repaired one.
     """
     deadline = deadline or no_deadline()
@@ -152,10 +152,10 @@ def _best(made: dict[str, Plan]) -> Plan:
 
 
 def _repair_best(problem: Problem, made: dict[str, Plan], deadline: Deadline) -> bool:
-    """Repair the best plan ``made`` (on a large interval problem) and keep it as :data:`REPAIRED` when
+    """Repair the best plan ``made`` (on an interval problem) and keep it as :data:`REPAIRED` when
     lower; whether it now meets the bound."""
     best = _best(made)
-    if problem.n < REPAIR_MIN_BLOCKS or not repairable(problem):
+    if not repairable(problem):
         return False
     plan = repaired(problem, best, deadline.keeping(decode_estimate(problem)).share(REPAIR_SHARE))
     if plan.peak < best.peak:

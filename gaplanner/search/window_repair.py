@@ -5,7 +5,10 @@ On a large interval problem (tens or hundreds of thousands of blocks) the
 starting plans miss the max load by a few long-lived blocks: a block that
 lives through thousands of steps needs a gap over its whole lifetime, and
 after the heaviest instant's stack and greedy-size's order the arena is
-fragmented there, so it goes on top. The rest of the plan is fine.
+fragmented there, so it goes on top. The rest of the plan is fine. A small
+problem does the same when its long lifetimes cross instead of nesting (a
+training graph run in an order chosen for its bound, where the saved tensors
+no longer die last-in first-out).
 
 So the repair takes the highest block above the bound (the *violator*) and a
 window of time around its lifetime. Every block that lives inside the window
