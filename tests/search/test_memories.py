@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from gaplanner import GASettings, Plan, load_problem
+from gaplanner.deadline import Deadline
 from gaplanner.plans.verify import find_memory_violation
 from gaplanner.problem.loading import problem_from_json
-from gaplanner.search.memories.baselines import seed_orders
+from gaplanner.search.memories.baselines import seed_orders, spill_order
 from gaplanner.search.memories.decoder import MemoryDecoder
 from gaplanner.search.memories.ga import memory_ga
 from gaplanner.search.memories.island import demote, make_memory_islands, promote, swap, to_front
@@ -121,3 +124,24 @@ def test_does_it_fit_across_memories_reports_progress_too() -> None:
     planned = plan_input(problem, "ga", BUDGET, on_progress=seen.append)
     assert planned.fit is not None and planned.fits and planned.plan is not None
     assert seen and seen == list(planned.plan.trace) and all(r.best_cost is not None for r in seen)
+
+
+def test_when_no_generation_fits_the_time_left_the_spill_plan_is_kept() -> None:
+    problem = random_memories(17, blocks=40)
+    passed = Deadline(1.0, started=time.perf_counter() - 2.0)
+    plan = memory_ga(problem, BUDGET, deadline=passed)
+    assert plan.stop_reason == "time limit: no generation fits the budget; spill-greedy's plan kept"
+    spill = solve(problem, "spill-greedy")
+    assert np.array_equal(plan.offsets, spill.offsets) and np.array_equal(plan.memory_of, spill.memory_of)
+    assert plan.cost == spill.cost and len(plan.trace) == 1 and plan.trace[0].best_cost == plan.cost
+    assert find_memory_violation(problem, plan.memory_of, plan.offsets) is None
+
+
+def test_memories_are_filled_by_saving_only_when_the_walk_fits_the_time_left() -> None:
+    problem = random_memories(18, blocks=40)
+    every = seed_orders(problem)
+    passed = Deadline(1.0, started=time.perf_counter() - 2.0)
+    sorted_only = seed_orders(problem, passed)
+    assert len(every) == 7 and len(sorted_only) == 4
+    assert np.array_equal(sorted_only[0], spill_order(problem)) and np.array_equal(every[0], sorted_only[0])
+    assert all(np.array_equal(a, b) for a, b in zip(every[-3:], sorted_only[1:], strict=True))

@@ -22,6 +22,8 @@ from gaplanner.search.ga.island import Island
 from gaplanner.search.ga.settings import GASettings, most_scored_per_generation
 
 GENERATION, LOCAL_SEARCH = "generation", "local search"
+#: Why a search ends before its first generation (its starting plan kept): not even that fits the time left.
+NO_GENERATION_FITS = "time limit: no generation fits the budget"
 
 
 def fit_population_to_budget(
@@ -57,9 +59,18 @@ def fit_population_to_budget(
 
 
 def first_generation_too_costly(settings: GASettings, seconds_per_decode: float, left: float) -> bool:
-    """True when scoring the first population alone would take more than the ``left`` seconds."""
+    """True when scoring the first population alone would take more than the ``left`` seconds.
+
+    One arena's GA and the memories' both ask this before building their islands, and keep a
+    starting plan instead (:func:`kept_reason` of :data:`NO_GENERATION_FITS`).
+    """
     cost = seconds_per_decode * settings.population * settings.islands / max(1, numba.get_num_threads())
     return cost > left
+
+
+def kept_reason(reason: str, kept: str) -> str:
+    """The stop reason of a search that returns the plan of the algorithm ``kept`` as its own."""
+    return f"{reason}; {kept}'s plan kept"
 
 
 def first_generation_seconds(settings: GASettings, building_seconds: float) -> float:

@@ -14,10 +14,12 @@ from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.ga.budget import (
+    NO_GENERATION_FITS,
     Pacing,
     first_generation_seconds,
     first_generation_too_costly,
     fit_population_to_budget,
+    kept_reason,
     seconds_left,
 )
 from gaplanner.search.ga.island import Island, address_order, heuristic_orders, make_islands, migrate
@@ -68,10 +70,10 @@ def run_ga(
         return at_bound
     decode_seconds = plans["first-fit"].decode_seconds if "first-fit" in plans else None
     if decode_seconds is None:  # not even one decode fitted the time limit
-        return _kept(problem, plans, settings, started, "time limit: no generation fits the budget")
+        return _kept(problem, plans, settings, started, NO_GENERATION_FITS)
     settings = fit_population_to_budget(problem, settings, decode_seconds, deadline.left())
     if first_generation_too_costly(settings, _ga_decode_seconds(plans), deadline.left()):
-        return _kept(problem, plans, settings, started, "time limit: no generation fits the budget")
+        return _kept(problem, plans, settings, started, NO_GENERATION_FITS)
     deadline.stage("genetic search")
     termination = Termination(settings, problem.lower_bound, should_stop, started, deadline=deadline)
     building = time.perf_counter()
@@ -198,7 +200,7 @@ def _kept(
         best.offsets,
         "ga",
         started,
-        stop_reason=f"{reason}; {best.algorithm}'s plan kept",
+        stop_reason=kept_reason(reason, best.algorithm),
         trace=[start],
         search=SearchStats(0, decodes, settings.seed, settings.population),
         verified_by=best,

@@ -17,15 +17,22 @@ import numba
 import numpy as np
 
 from gaplanner.deadline import Deadline
-from gaplanner.plans.plan import Plan, SearchStats
+from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
-from gaplanner.search.ga.budget import Pacing, first_generation_seconds, fit_population_to_budget
+from gaplanner.search.ga.budget import (
+    NO_GENERATION_FITS,
+    Pacing,
+    first_generation_seconds,
+    first_generation_too_costly,
+    fit_population_to_budget,
+    kept_reason,
+)
 from gaplanner.search.ga.loop import ProgressCallback, evolve
 from gaplanner.search.ga.settings import GASettings
 from gaplanner.search.ga.termination import StopCheck, Termination
-from gaplanner.search.memories.baselines import plan_placement, seed_orders
-from gaplanner.search.memories.decoder import MemoryDecoder
+from gaplanner.search.memories.baselines import plan_placement, seed_orders, spill_order
+from gaplanner.search.memories.decoder import MemoryDecoder, Placements
 from gaplanner.search.memories.fitness import MemoryFitness, MemoryScores
 from gaplanner.search.memories.island import MemoryIsland, make_memory_islands, to_front
 from gaplanner.search.warm import warm_up
@@ -44,18 +51,22 @@ def memory_ga(
     :class:`~gaplanner.errors.DoesNotFit` when no order placed every block
     within the memories' capacities. ``deadline``: the run's (:mod:`gaplanner.deadline`); by default
     the settings' time limit, counted from after :func:`~gaplanner.search.warm.warm_up`, as for one
-    arena. The generations and the polish come out of it; the plan's verification is kept back.
+    arena. The generations and the polish come out of it; the plan's verification is kept back. When
+    not even the first generation fits, the spill order's plan is kept (as one arena's GA keeps a
+    starting plan).
     """
     warm_up()
     settings = settings or GASettings()
     deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()
     decoder = MemoryDecoder.for_problem(problem)
-    seeds = seed_orders(problem)
     decoding = time.perf_counter()
-    decoder.decode(seeds[0])
+    spill = decoder.decode(spill_order(problem))
     decode_seconds = time.perf_counter() - decoding
     settings = fit_population_to_budget(problem, settings, decode_seconds, deadline.left())
+    if first_generation_too_costly(settings, decode_seconds, deadline.left()):
+        return _spill_kept(problem, spill, settings, started)
+    seeds = seed_orders(problem, deadline)
     lower_bound = problem.memories.cost_lower_bound()  # type: ignore[union-attr]
     deadline.stage("genetic search")
     termination = Termination(settings, lower_bound, should_stop, started, by_cost=True, deadline=deadline)
@@ -73,6 +84,19 @@ def memory_ga(
     return plan_placement(
         problem, scores.memory_of[0], scores.offsets[0], float(scores.costs[0]), "ga", started,
         stop_reason=stop_reason, trace=trace, search=search,
+    )  # fmt: skip
+
+
+def _spill_kept(problem: Problem, spill: Placements, settings: GASettings, started: float) -> Plan:
+    """The spill order's plan (spill-greedy's) as the GA's, when not even its first generation fits the
+    time left: its trace is that one plan, as generation 0."""
+    cost, peak = float(spill.costs[0]), int(spill.peaks[0].sum())
+    elapsed = time.perf_counter() - started
+    record = GenerationRecord(0, peak, float(peak), 1, elapsed, cost if np.isfinite(cost) else None)
+    return plan_placement(
+        problem, spill.memory_of[0], spill.offsets[0], cost, "ga", started,
+        stop_reason=kept_reason(NO_GENERATION_FITS, "spill-greedy"), trace=[record],
+        search=SearchStats(0, 1, settings.seed, settings.population),
     )  # fmt: skip
 
 
