@@ -17,9 +17,10 @@ from gaplanner.search.baselines import first_fit
 from gaplanner.search.exact import ExactSettings, exact_search, searchable
 from gaplanner.search.exact.dfs import FOUND, HEURISTICS, INFEASIBLE, PAUSED, RANK, RANK_NOW, SKYLINE
 from gaplanner.search.exact.parts import components, make_part
-from gaplanner.search.exact.parts_search import LARGE_PART_SECONDS_PER_PAIR, PartsSearch, RandomTargets
+from gaplanner.search.exact.parts_search import LARGE_PART_SECONDS_PER_PAIR, PartsSearch
 from gaplanner.search.exact.probes import Probe, RestartingProbe
 from gaplanner.search.exact.search import incumbent_plan
+from gaplanner.search.exact.strands import RandomTargets
 from gaplanner.solve import solve
 from tests.oracles import brute_force_peaks
 from tests.strategies import graph_documents, interval_problems

@@ -1,5 +1,5 @@
-"""Exact probes part by part (:class:`PartsSearch`), drawn targets on other cores (:class:`RandomTargets`),
-and the two run side by side (:func:`run_strands`). See :mod:`gaplanner.search.exact.search` for the method.
+"""Exact probes part by part (:class:`PartsSearch`); drawn targets on other cores and the strands run side
+by side are in :mod:`gaplanner.search.exact.strands`. See :mod:`gaplanner.search.exact.search` for the method.
 """
 
 from __future__ import annotations
@@ -86,9 +86,6 @@ MAX_GRAPH_BLOCKS = 4000
 #: A large interval part is searched only when the time limit leaves this much per conflicting pair:
 #: building it and one descent of a probe take seconds there.
 LARGE_PART_SECONDS_PER_PAIR = 1e-6
-#: Placements each probe of :class:`RandomTargets` gets (at least two descents of its part): about a tenth
-#: of a second on MiniMalloc's challenging set.
-RANDOM_TARGET_PLACEMENTS = 10000
 
 
 def searchable(problem: Problem, blocks: np.ndarray | None = None, seconds: float | None = None) -> bool:
@@ -107,7 +104,7 @@ def searchable(problem: Problem, blocks: np.ndarray | None = None, seconds: floa
     return not large or seconds is None or pairs * LARGE_PART_SECONDS_PER_PAIR <= seconds
 
 
-def _probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
+def make_probe(part: Part, target: int, kind: str | int) -> Probe | RestartingProbe:
     if isinstance(kind, str):
         return Probe(part, target, kind)
     return RestartingProbe(part, target, seed=kind)
@@ -194,6 +191,10 @@ class PartsSearch:
         self.events: list[dict[str, float | int]] = []
         self.nodes, self.stopped = 0, False
         self._node_limit: int | None = None
+        # The rest of a round an advance's work budget cut short (see _round), and of its first slice.
+        self._turns: list[tuple[PartState, Probe | RestartingProbe]] = []
+        self._slice_left: int | None = None
+        self._turns_for: tuple[int, ...] = ()  # the targets' state the turns were made for
         self._posted: list[tuple[np.ndarray, int, bool]] = []
         self._post_lock = threading.Lock()
         self.aside: np.ndarray | None = None  # a better plan posted not to steer the targets (see post)
@@ -243,6 +244,10 @@ class PartsSearch:
             self.lo = max(self.lo, lower_bound)
         if (self.best_peak(), self.lo) != before:
             self._note(on_event)
+
+    def _targets_state(self) -> tuple[int, ...]:
+        """What the probes' targets follow: the bound, the kept blocks' peak and each part's best peak."""
+        return (self.lo, self.kept_peak(), *(s.hi for s in self.states))
 
     def _note(self, on_event: OnEvent | None) -> None:
         elapsed = round(time.perf_counter() - self.started, 6)
@@ -297,7 +302,29 @@ class PartsSearch:
         )
 
     def _round(self, deadline: float, on_event: OnEvent | None) -> bool:
-        """One slice for each probe in turn, until one finds a plan or proves a bound; False: none to run."""
+        """One slice for each probe in turn, until one finds a plan or proves a bound; False: none to run.
+
+        A round that the work budget of an :meth:`advance` cuts short goes on at the next one where it
+        stopped (the slice cut too), unless the targets moved meanwhile: budgets shorter than a round
+        would otherwise give the probes at the first targets every turn and the others none.
+        """
+        if not self._turns or self._turns_for != self._targets_state():
+            self._turns, self._slice_left, self._turns_for = self._schedule(), None, self._targets_state()
+        if not self._turns:
+            return False
+        while self._turns:
+            s, probe = self._turns[0]
+            status = self._slice(s, probe, on_event)
+            if status != PAUSED:
+                self._turns = []
+            elif self._slice_left is None:
+                del self._turns[0]
+            if status != PAUSED or self._spent(deadline):
+                break
+        return True
+
+    def _schedule(self) -> list[tuple[PartState, Probe | RestartingProbe]]:
+        """A round's turns: each part's probes (made for the targets now), the lowest targets first."""
         floor, peak = max(self.lo, self.kept_peak()), self.peak()
         active = []
         for s in self.states:
@@ -306,21 +333,23 @@ class PartsSearch:
             else:
                 targets = _targets(s.part, floor, peak, self.problem.interval_conflicts)
                 wanted = [(t, kind) for t, kinds in targets.items() if s.hi > t for kind in kinds]
-            s.probes = {key: s.probes.get(key) or _probe(s.part, *key) for key in wanted}
+            s.probes = {key: s.probes.get(key) or make_probe(s.part, *key) for key in wanted}
             # Most plans that exist at all sit at the lower bound: its probes get two turns a round.
             active += [(s, probe) for probe in s.probes.values() for _ in range(1 + (probe.target == floor))]
-        for s, probe in sorted(active, key=lambda sp: sp[1].target):
-            if self._slice(s, probe, on_event) != PAUSED or self._spent(deadline):
-                break
-        return bool(active)
+        return sorted(active, key=lambda sp: sp[1].target)
 
     def _slice(self, s: PartState, probe: Probe | RestartingProbe, on_event: OnEvent | None) -> int:
-        """Run ``probe`` (of part ``s``) for one slice and take what it answers; its status."""
-        before, budget = probe.nodes, slice_budget(s.part)
-        if self._node_limit is not None:
-            budget = max(1, min(budget, self._node_limit - self.nodes))
-        status = probe.run(budget)
-        self.nodes += probe.nodes - before
+        """Run ``probe`` (of part ``s``) for one slice and take what it answers; its status.
+
+        A slice the work budget cuts short leaves the placements it still had in ``_slice_left``.
+        """
+        before, budget = probe.nodes, self._slice_left or slice_budget(s.part)
+        allowed = budget if self._node_limit is None else max(1, min(budget, self._node_limit - self.nodes))
+        status = probe.run(allowed)
+        used = probe.nodes - before
+        self.nodes += used
+        cut = status == PAUSED and allowed < budget and used >= allowed
+        self._slice_left = budget - used if cut else None
         if status == FOUND:
             top = int((probe.offsets + s.part.sizes).max())
             if top < s.hi:
@@ -341,105 +370,3 @@ class PartsSearch:
             offsets = self.aside.copy()
         peak = self.best_peak()
         return SearchResult(offsets, self.lo, peak <= self.lo, self.nodes, tuple(self.events), self.stopped)
-
-
-class RandomTargets(PartsSearch):
-    """The exact search's other schedule, for another core: one probe at a time, at a target drawn
-    between the lower bound and its part's best peak, of an order drawn too, for a few descents.
-
-    A probe's plan hugs its target, and which order answers at which target is
-    erratic: where the bound is far below every plan found, the portfolio's
-    fixed targets can spend the whole time limit on pairs of target and order
-    that never answer, while draws give every pair its chance. They do not
-    replace the portfolio: plans that need one probe to search long (and the
-    proofs at the bound) come from its probes, which keep their work.
-    Large parts (see :mod:`gaplanner.search.exact.parts`) are left to the portfolio:
-    one descent there takes seconds.
-    """
-
-    def __init__(self, *args, seed: int, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.rng = np.random.default_rng(seed)
-        self.drawn: tuple[PartState, Probe | RestartingProbe] | None = None
-
-    def _round(self, deadline: float, on_event: OnEvent | None) -> bool:
-        """One slice of the probe drawn last, or of a new one once it has answered, had its placements,
-        or its target lies outside what is still open."""
-        floor = max(self.lo, self.kept_peak())
-        if self.drawn is not None:
-            s, probe = self.drawn
-            placements = max(RANDOM_TARGET_PLACEMENTS, 2 * len(s.part.sizes))
-            if (
-                probe.status != PAUSED
-                or probe.nodes >= placements
-                or not max(floor, s.lo) <= probe.target < s.hi
-            ):
-                self.drawn = None
-        if self.drawn is None:
-            open_parts = [s for s in self.states if not s.part.large and s.hi > max(floor, s.lo)]
-            if not open_parts:
-                return False
-            s = open_parts[self.rng.integers(len(open_parts))]
-            target = int(self.rng.integers(max(floor, s.lo), s.hi))
-            orders = s.part.orders
-            draw = self.rng.integers(2 * len(orders))  # as often a plain order as a shuffled one
-            kind = orders[draw] if draw < len(orders) else int(self.rng.integers(2**31))
-            self.drawn = (s, _probe(s.part, target, kind))
-        self._slice(*self.drawn, on_event)
-        return True
-
-
-def run_strands(
-    search: PartsSearch,
-    others: list[PartsSearch],
-    deadline: float,
-    on_event: OnEvent | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> SearchResult:
-    """``search`` here and each of ``others`` on a thread of its own, over the same parts until
-    ``deadline``, each posting its better plans and bounds to the rest; ``search``'s result, with theirs.
-
-    The others' plans do not steer ``search``'s targets: it keeps them aside as
-    the best known. Its fixed targets move with each plan it takes, throwing
-    away probes that had not yet answered, and the others find many plans just
-    below its best one, each of which would move them. Its plans do steer the
-    others, whose targets are drawn below the best plan afresh each time. The
-    probes' compiled search holds no Python lock, so the threads run on as many
-    cores. ``others`` stop when ``search`` ends (closed, stopped or at the deadline).
-    """
-    done = threading.Event()
-    everyone = [search, *others]
-    errors: list[BaseException] = []
-
-    def sharing(strand: PartsSearch) -> OnEvent:
-        def share(event: dict[str, float | int]) -> None:
-            offsets = strand.result().offsets
-            for other in everyone:
-                if other is not strand:
-                    other.post(offsets, strand.lo, steer=other is not search)
-            if strand is search and on_event is not None:
-                on_event(event)
-
-        return share
-
-    def run_other(strand: PartsSearch) -> None:
-        try:
-            strand.run(deadline, sharing(strand), done.is_set)
-        except BaseException as error:  # raised again on the caller's thread
-            errors.append(error)
-            done.set()
-
-    threads = [threading.Thread(target=run_other, args=(strand,), daemon=True) for strand in others]
-    for thread in threads:
-        thread.start()
-    try:
-        search.run(deadline, sharing(search), lambda: done.is_set() or bool(should_stop and should_stop()))
-    finally:
-        done.set()
-        for thread in threads:
-            thread.join()
-    if errors:
-        raise errors[0]
-    search.nodes += sum(strand.nodes for strand in others)
-    search._take_posted(on_event)  # the others' last plans and bounds
-    return search.result()

@@ -54,9 +54,10 @@ from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact.dfs import HEURISTICS
 from gaplanner.search.exact.parts import Part, local_neighbours
-from gaplanner.search.exact.parts_search import OnEvent, PartsSearch, RandomTargets, SearchResult, run_strands
+from gaplanner.search.exact.parts_search import OnEvent, PartsSearch, SearchResult
 from gaplanner.search.exact.probes import Probe
 from gaplanner.search.exact.settings import ExactSettings
+from gaplanner.search.exact.strands import RandomTargets, run_strands
 
 # --- the front door -----------------------------------------------------------------------------
 
