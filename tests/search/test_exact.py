@@ -14,7 +14,7 @@ from gaplanner import build_problem, find_violation, load_problem
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import first_fit
-from gaplanner.search.exact import ExactSettings, exact_search, searchable
+from gaplanner.search.exact import ExactSearch, ExactSettings, exact_search, searchable
 from gaplanner.search.exact.dfs import FOUND, HEURISTICS, INFEASIBLE, PAUSED, RANK, RANK_NOW, SKYLINE
 from gaplanner.search.exact.parts import components, make_part
 from gaplanner.search.exact.parts_search import LARGE_PART_SECONDS_PER_PAIR, PartsSearch
@@ -251,6 +251,26 @@ def test_a_stop_request_ends_the_search_and_progress_is_the_trace(benchmarks) ->
     assert plan.stop_reason == "stopped by request" and plan.elapsed < 10
     assert seen == list(plan.trace) and len(seen) >= 2
     assert find_violation(problem, plan.offsets, plan.peak) is None
+
+
+def test_work_budgets_shorter_than_a_round_search_as_one_long_budget(benchmarks) -> None:
+    """Advanced a few hundred placements at a time (the GA beside it hands out such budgets), the
+    probes take their turns across the budgets as in one long run: the same plans, found in the same
+    order, and the same placements for each probe."""
+    problem = load_problem(benchmarks / "minimalloc" / "D.1048576.csv")  # open: the probes find plans
+
+    def advanced(budget: int) -> ExactSearch:
+        search = ExactSearch.start(problem, time.perf_counter(), None)
+        while search.nodes < 60_000:
+            search.advance(time.perf_counter() + 60.0, nodes=min(60_000, search.nodes + budget))
+        return search
+
+    short, long = advanced(700), advanced(60_000)
+    peaks = [event["peak"] for event in long.parts.events]
+    assert len(set(peaks)) > 3 and [event["peak"] for event in short.parts.events] == peaks
+    assert np.array_equal(short.best_offsets(), long.best_offsets())
+    nodes = [[probe.nodes for probe in state.probes.values()] for state in long.parts.states]
+    assert [[probe.nodes for probe in state.probes.values()] for state in short.parts.states] == nodes
 
 
 @pytest.mark.parametrize("limit", [0, -1, float("nan"), float("inf"), "10", True])
