@@ -23,6 +23,7 @@ from gaplanner.problem.conflicts import (
     conflicts_from_partial_order,
 )
 from gaplanner.problem.memories import MemorySystem, memory_system, refuse_memory_pins
+from gaplanner.problem.order import HappensBefore, graph_happens_before
 from gaplanner.problem.storage import Storage, group_tensors, relaxed_bound
 
 
@@ -86,6 +87,8 @@ class Problem:
     memories: MemorySystem | None = None
     #: per block, the memories every device touching it reaches (None: any); None without devices
     reach: tuple[frozenset[str] | None, ...] | None = None
+    #: a multi-core problem's happens-before as vectors (:mod:`gaplanner.problem.order`); None otherwise
+    happens_before: HappensBefore | None = None
 
     def __post_init__(self) -> None:
         # Offsets and peaks are int64: the sizes must add up well inside it.
@@ -243,9 +246,17 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
             _pinned_top(storage.sizes, storage.pinned),
         ),
         pinned=storage.pinned,
+        happens_before=graph_happens_before(after_readers, storage.writer, _core_of_positions(doc, tensors)),
         **graph,  # type: ignore[arg-type]
     )
     return _bound_over_inplace_choices(problem, tensors, rules)
+
+
+def _core_of_positions(doc: Document, tensors: GraphTensors) -> np.ndarray:
+    """Per position of the linear extension, its operator's core, numbered ``0..cores-1``."""
+    core_of = {op.id: op.core for op in doc.operators or []}
+    cores = np.array([core_of[k] for k in tensors.operator_ids], np.int64)
+    return np.unique(cores, return_inverse=True)[1].astype(np.int64)
 
 
 def _bound_over_inplace_choices(problem: Problem, tensors: GraphTensors, rules: Rules) -> Problem:
@@ -397,5 +408,6 @@ def problem_from_clocks(
             clock_bound(axis_lower, axis_upper, flat.sizes, conflicts), _pinned_top(flat.sizes, flat.pinned)
         ),
         clocks=clocks,
+        happens_before=HappensBefore(clocks.lower, clocks.upper),
     )
     return _check_pinned(problem)

@@ -32,10 +32,12 @@ import numba as nb
 import numpy as np
 
 from gaplanner.errors import InputError
+from gaplanner.problem.order import OrderIndex
 from gaplanner.problem.problem import Problem
 from gaplanner.search import kernels
 from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_population
-from gaplanner.search.neighbours import padded_neighbours, uses_intervals, worst_end
+from gaplanner.search.neighbours import padded_neighbours, uses_intervals, uses_order_index, worst_end
+from gaplanner.search.order_decoder import decode_order_population
 
 INT32_SENTINEL = np.iinfo(np.int32).max // 2
 INT64_SENTINEL = np.iinfo(np.int64).max // 2
@@ -335,7 +337,8 @@ class Decoder:
     ``pinned`` lists the blocks with a fixed offset, ``pinned_offsets`` has it
     (-1 for the others). ``intervals``: set when the blocks are placed from their
     lifetimes, not from a pair list (then ``indptr``/``indices`` are empty and the
-    arrays int64); see :func:`uses_intervals`.
+    arrays int64); see :func:`uses_intervals`. ``order``: the same for a multi-core
+    problem, placed from its happens-before vectors (:func:`uses_order_index`).
     """
 
     sizes: np.ndarray
@@ -347,6 +350,7 @@ class Decoder:
     pinned: np.ndarray
     pinned_offsets: np.ndarray
     intervals: IntervalIndex | None = None
+    order: OrderIndex | None = None
 
     def known_offsets(self, known: np.ndarray) -> np.ndarray:
         """``known`` with every pinned block's fixed offset written in (a copy if it changes)."""
@@ -357,16 +361,29 @@ class Decoder:
         return known
 
     @classmethod
-    def for_problem(cls, problem: Problem, population: bool = True) -> Decoder:
-        """The decoder of ``problem``'s orders; ``population=False``: of one order (see uses_intervals)."""
+    def for_problem(cls, problem: Problem, population: bool = True, pairs: bool | None = None) -> Decoder:
+        """The decoder of ``problem``'s orders; ``population=False``: of one order (see uses_intervals).
+
+        ``pairs``: True to decode from the pair list, False from the lifetimes or
+        happens-before vectors; None (the default) chooses as :func:`uses_intervals`
+        and :func:`uses_order_index` do.
+        """
         kernels.prepare()  # before the first parallel decode in this process
         pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
-        degrees = problem.conflicts.degrees()
-        if uses_intervals(problem, degrees, population):
-            empty = np.zeros(0, np.int64)
+        empty = np.zeros(0, np.int64)
+        if problem.interval_conflicts and (
+            pairs is False or (pairs is None and uses_intervals(problem, None, population))
+        ):
             index = IntervalIndex.of(problem.lower, problem.upper)
             return cls(problem.sizes, problem.alignments, empty, empty.astype(np.uint32), 0, 0, pinned,
                        problem.pinned, index)  # fmt: skip
+        if problem.happens_before is not None and (
+            pairs is False or (pairs is None and uses_order_index(problem, population))
+        ):
+            order = OrderIndex.of(problem.happens_before)
+            return cls(problem.sizes, problem.alignments, empty, empty.astype(np.uint32), 0, 0, pinned,
+                       problem.pinned, order=order)  # fmt: skip
+        degrees = problem.conflicts.degrees()
         max_degree = max(1, int(degrees.max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
         top = worst_end(problem)
@@ -404,6 +421,12 @@ class Decoder:
             prefix, known = template
         known = self.known_offsets(np.ascontiguousarray(known, np.int64))
         prefix = np.ascontiguousarray(prefix, np.int64)
+        if self.order is not None:
+            peaks = decode_order_population(
+                orders, prefix, known, self.sizes, self.alignments, self.order.arrays(), self.pinned,
+                best_fit, offsets, thread_chunks(len(orders)),
+            )  # fmt: skip
+            return peaks, offsets
         if self.intervals is not None:
             peaks = decode_interval_population(
                 orders, prefix, known, self.sizes, self.alignments, self.intervals.arrays(), self.pinned,

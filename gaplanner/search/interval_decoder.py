@@ -121,7 +121,7 @@ def _gather(after, sorted_upper, placed, runs, found):
 
 
 @nb.njit(cache=True)
-def _first_fit(size, alignment, starts, ends, count):
+def first_fit_offset(size, alignment, starts, ends, count):
     """Lowest aligned offset clear of the ``count`` ranges.
 
     Sweeps, and if the ranges are many and the block is still not placed after
@@ -142,7 +142,7 @@ def _first_fit(size, alignment, starts, ends, count):
 
 
 @nb.njit(cache=True)
-def _best_fit(size, alignment, starts, ends, count):
+def best_fit_offset(size, alignment, starts, ends, count):
     """Offset of the smallest gap between the ranges that holds ``size`` (the lowest such), else their top."""
     frontier, best, best_gap = 0, -1, np.iinfo(np.int64).max
     for k in np.argsort(starts[:count], kind="mergesort"):
@@ -186,9 +186,9 @@ def decode_interval_row(order, first, known, sizes, alignments, index, pinned, b
             _runs(b, index, runs)
             count = _gather(lower[b], sorted_upper, placed, runs, found)
             if best_fit:
-                offset = _best_fit(sizes[b], alignments[b], found[0], found[1], count)
+                offset = best_fit_offset(sizes[b], alignments[b], found[0], found[1], count)
             else:
-                offset = _first_fit(sizes[b], alignments[b], found[0], found[1], count)
+                offset = first_fit_offset(sizes[b], alignments[b], found[0], found[1], count)
         peak = max(peak, _place(placed, rank, b, offset, sizes[b]))
     for b in range(len(sizes)):
         offsets[b] = placed[0, rank[b]]

@@ -10,19 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from gaplanner.problem.order import NEIGHBOUR_LANES, PAIR_ENTRIES_LIMIT, padded_entries
 from gaplanner.problem.problem import Problem
 
-# Neighbour lists are padded with the never-placed block to a multiple of this many
-# entries, so the sweeps' vector loops have no remainder. LLVM vectorizes a sweep as
-# 8 lanes unrolled 4 times; with lists padded to 32 every sweep runs that body alone,
-# never the 4-lane epilogue, which pays for the padding the gather copies.
-NEIGHBOUR_LANES = 32
-# A population of orders of an interval problem is decoded from its pair list when that list, padded,
-# holds at most this many entries (a few hundred MB with the list itself) and the pair decoder's packed
-# keys fit; else from the lifetimes (gaplanner.search.interval_decoder). Where the pairs fit they decode
-# populations faster; a single order is decoded from the lifetimes, which costs about what building
-# the pair list alone does (experiments/bench_decoder.py measures both).
-PAIR_ENTRIES_LIMIT = 1 << 25
+# Where a problem's pairs fit, a population decodes faster from them; a single order of an interval
+# problem is decoded from the lifetimes, which costs about what building the pair list alone does
+# (experiments/bench_decoder.py measures both).
 
 
 def worst_end(problem: Problem) -> int:
@@ -43,7 +36,7 @@ def uses_intervals(problem: Problem, degrees: np.ndarray | None = None, populati
     if not population:
         return True
     degrees = problem.conflicts.degrees() if degrees is None else degrees
-    padded = int((-(-degrees // NEIGHBOUR_LANES) * NEIGHBOUR_LANES).sum())
+    padded = padded_entries(degrees)
     index_bits = max(1, int(degrees.max(initial=0)).bit_length())
     return padded > PAIR_ENTRIES_LIMIT or worst_end(problem).bit_length() + index_bits > 62
 
@@ -61,3 +54,19 @@ def padded_neighbours(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarr
     for b in range(n):  # a list at a time: no temporary the size of the graph
         padded_indices[padded_indptr[b] : padded_indptr[b] + degrees[b]] = indices[indptr[b] : indptr[b + 1]]
     return padded_indptr, padded_indices
+
+
+def uses_order_index(problem: Problem, population: bool = True) -> bool:
+    """Whether a multi-core problem's decodes place blocks from its happens-before vectors.
+
+    They do when its pair list was not built (too large: see
+    :data:`gaplanner.problem.order.PAIR_ENTRIES_LIMIT`), or when the pair decoder's
+    packed keys would overflow. ``population`` is the same choice either way.
+    """
+    del population
+    if problem.interval_conflicts or problem.happens_before is None:
+        return False
+    if not getattr(problem.conflicts, "built", True):
+        return True
+    index_bits = max(1, int(problem.conflicts.degrees().max(initial=0)).bit_length())
+    return worst_end(problem).bit_length() + index_bits > 62
