@@ -1,4 +1,4 @@
-"""Hypothesis strategies for small random problems: interval buffers and multi-core graphs."""
+"""Hypothesis strategies for small random problems: interval buffers, vector clocks and multi-core graphs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from gaplanner import parse_document
-from gaplanner.problem.problem import problem_from_arrays
+from gaplanner.problem.problem import Problem, problem_from_arrays, problem_from_clocks
+from gaplanner.search.decoder import Decoder
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,3 +46,19 @@ def graph_documents(draw: st.DrawFn, max_ops: int = 7):
         a, b = sorted(draw(st.lists(st.integers(0, n_ops - 1), min_size=2, max_size=2, unique=True)))
         doc["sync"] = [{"before": f"op{a}", "after": f"op{b}"}]
     return parse_document(doc)
+
+
+@st.composite
+def clock_problems(draw: st.DrawFn, max_buffers: int = 9) -> Problem:
+    """Random vector clocks (not necessarily any program's), sizes, an alignment, some pinned blocks."""
+    d = draw(st.integers(2, 4))
+    n = draw(st.integers(1, max_buffers))
+    lower = np.array([[draw(st.integers(0, 5)) for _ in range(d)] for _ in range(n)])
+    upper = lower + np.array([[draw(st.integers(0, 3)) for _ in range(d)] for _ in range(n)])
+    upper[np.arange(n), draw(st.lists(st.integers(0, d - 1), min_size=n, max_size=n))] += 1
+    sizes = np.array(draw(st.lists(st.integers(1, 9), min_size=n, max_size=n)))
+    alignment = draw(st.sampled_from([1, 2, 4]))
+    free = problem_from_clocks(sizes, lower, upper, alignment=alignment)
+    plan = Decoder.for_problem(free, pairs=True).decode(np.array(draw(st.permutations(range(n)))))
+    pins = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    return problem_from_clocks(sizes, lower, upper, alignment=alignment, offsets=np.where(pins, plan, -1))

@@ -7,7 +7,11 @@ the conflict graph at all: a compiled sweep over time keeps the live blocks in
 order of address (marks in a count tree over the blocks ranked by offset) and
 compares each newcomer with its two address neighbours (if the live blocks are
 pairwise disjoint, a newcomer overlapping any of them overlaps one of those
-two), in O(n log n). For multi-core graphs every conflict edge is checked.
+two), in O(n log n). For multi-core problems every conflict edge is checked
+where the pair list was built; where it was not (too large), the blocks are
+walked in order of address, each against those starting below its end, and
+every pair that overlaps in memory is tested against the happens-before
+vectors: O(n log n + pairs overlapping in memory), memory O(n).
 
 A graph with ``devices`` is also checked operator by operator against its
 document: every tensor an operator on a device reads or writes (and its
@@ -121,6 +125,42 @@ def _edge_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = N
     return None
 
 
+@nb.njit(cache=True)
+def _address_overlap(by_address, offsets, ends, acquire, release):
+    """The first pair ``(a, b)``, ``a < b``, overlapping in memory with neither done before the other
+    starts (some component of one's release above the other's acquire, both ways), or ``(-1, -1)``."""
+    n, k = acquire.shape
+    for p in range(n):
+        a = by_address[p]
+        for q in range(p + 1, n):
+            b = by_address[q]
+            if offsets[b] >= ends[a]:
+                break
+            a_first, b_first = True, True
+            for i in range(k):
+                a_first &= release[a, i] <= acquire[b, i]
+                b_first &= release[b, i] <= acquire[a, i]
+            if not a_first and not b_first:
+                return min(a, b), max(a, b)
+    return -1, -1
+
+
+def _vector_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
+    order = problem.happens_before
+    assert order is not None
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    by_address = np.argsort(offsets, kind="stable")
+    a, b = _address_overlap(by_address, offsets, offsets + problem.sizes, order.acquire, order.release)
+    return None if a < 0 else _clash(problem, int(a), int(b), offsets, shown)
+
+
+def _pair_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
+    """A multi-core problem's clash: from its pair list where it was built, else from its vectors."""
+    if problem.happens_before is not None and not getattr(problem.conflicts, "built", True):
+        return _vector_overlap(problem, offsets, shown)
+    return _edge_overlap(problem, offsets, shown)
+
+
 def _device_violation(
     problem: Problem, offsets: np.ndarray, memory_of: np.ndarray | None = None
 ) -> str | None:
@@ -169,7 +209,7 @@ def find_violation(problem: Problem, offsets: np.ndarray, peak: int | None = Non
         return device
     if problem.interval_conflicts:
         return _interval_overlap(problem, offsets)
-    return _edge_overlap(problem, offsets)
+    return _pair_overlap(problem, offsets)
 
 
 def find_memory_violation(problem: Problem, memory_of: np.ndarray, offsets: np.ndarray) -> str | None:
@@ -217,7 +257,7 @@ def find_memory_violation(problem: Problem, memory_of: np.ndarray, offsets: np.n
     np.maximum.at(spans, memory_of, ends)
     base = np.concatenate([[0], np.cumsum(spans)[:-1]])
     laid_out = base[memory_of] + offsets
-    clash = _interval_overlap if problem.interval_conflicts else _edge_overlap
+    clash = _interval_overlap if problem.interval_conflicts else _pair_overlap
     return clash(problem, laid_out, shown=(offsets, memory_of, system.ids))
 
 

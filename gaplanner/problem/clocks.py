@@ -12,7 +12,8 @@ conflict pairwise (a buffer done before another ends, by sum, before the other
 starts), so the max load over it is a lower bound. Two conflicting buffers
 may still not meet on that axis, so each buffer's space is released (for the
 time walk of best-fit-coalescing) only after the start of every buffer it
-conflicts with.
+conflicts with. The conflicts themselves come from the clocks as
+happens-before vectors (:mod:`gaplanner.problem.order`), without pairs.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ import numpy as np
 from gaplanner.errors import InputError
 from gaplanner.problem.bounds import greedy_clique_bound, heaviest_clique, max_load
 from gaplanner.problem.conflicts import ConflictGraph
-
-#: Pairs compared at once when building the conflicts (bounds the temporary arrays).
-_ROWS_PER_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -55,38 +53,6 @@ def check_clocks(lower: np.ndarray, upper: np.ndarray) -> None:
 
 def format_clock(clock: np.ndarray) -> str:
     return ":".join(str(int(c)) for c in clock)
-
-
-def clock_conflicts(clocks: Clocks) -> ConflictGraph:
-    """Buffers conflict unless one ends at or before the other starts in every component."""
-    n = len(clocks.lower)
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    for first in range(0, n, _ROWS_PER_CHUNK):
-        block = slice(first, min(n, first + _ROWS_PER_CHUNK))
-        a_first = (clocks.upper[block, None, :] <= clocks.lower[None, :, :]).all(axis=2)
-        b_first = (clocks.upper[None, :, :] <= clocks.lower[block, None, :]).all(axis=2)
-        clash = ~(a_first | b_first)
-        np.fill_diagonal(clash[:, first : block.stop], False)
-        r, c = np.nonzero(clash)
-        rows.append(r + first)
-        cols.append(c)
-    row, col = np.concatenate(rows), np.concatenate(cols).astype(np.int32)
-    order = np.argsort(row, kind="stable")
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
-    return ConflictGraph(indptr, col[order])
-
-
-def time_axis(clocks: Clocks, conflicts: ConflictGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(lower, upper, reuse_at)`` on the summed axis (see the module doc)."""
-    lower, upper = clocks.lower.sum(axis=1), clocks.upper.sum(axis=1)
-    reuse_at = upper.copy()
-    for b in range(len(lower)):
-        neighbours = conflicts.neighbors(b)
-        if len(neighbours):
-            reuse_at[b] = max(reuse_at[b], int(lower[neighbours].max()) + 1)
-    return lower, upper, reuse_at
 
 
 def clock_bound(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray, conflicts: ConflictGraph) -> int:

@@ -1,14 +1,12 @@
 """Conflict graphs: which blocks may never share memory.
 
-Two builders, one output (:class:`ConflictGraph`, adjacency in CSR form):
+One output (:class:`ConflictGraph`, adjacency in CSR form), built lazily:
 
 * :func:`conflicts_from_intervals` — half-open lifetimes ``[lower, upper)``
   conflict when they overlap. A sweep over blocks sorted by start emits each
   overlapping pair exactly once, so the work is O(n log n + edges).
-* :func:`conflicts_from_partial_order` — multi-core graphs. Block ``a`` may
-  share with ``b`` only if every reader of ``a`` happens strictly before the
-  writer of ``b`` (or vice versa) in the happens-before order. The order's
-  transitive closure is kept as per-operator bitsets.
+* Multi-core graphs and vector clocks: :class:`gaplanner.problem.order.OrderConflicts`,
+  from happens-before vectors.
 
 Rows of the CSR are not sorted; every edge appears in both rows.
 """
@@ -166,49 +164,3 @@ class IntervalConflicts(ConflictGraph):
         return np.array_equal(self.indptr, other.indptr) and np.array_equal(self.indices, other.indices)
 
     __hash__ = None  # type: ignore[assignment]
-
-
-@nb.njit(cache=True)
-def _bit(bits, row, k):
-    return (bits[row, k >> 6] >> np.uint64(k & 63)) & np.uint64(1)
-
-
-@nb.njit(cache=True)
-def _order_conflict_pairs(after_readers, writer, count_only, indptr):
-    """after_readers[a] = bitset of operators that surely run after every reader of a."""
-    n = len(writer)
-    deg = np.zeros(n, np.int64)
-    indices = np.empty(0 if count_only else indptr[-1], np.int32)
-    fill = indptr[:-1].copy()
-    for a in range(n):
-        for b in range(a + 1, n):
-            a_first = writer[b] >= 0 and _bit(after_readers, a, writer[b]) == 1
-            b_first = writer[a] >= 0 and _bit(after_readers, b, writer[a]) == 1
-            if a_first or b_first:
-                continue
-            if count_only:
-                deg[a] += 1
-                deg[b] += 1
-            else:
-                indices[fill[a]] = b
-                fill[a] += 1
-                indices[fill[b]] = a
-                fill[b] += 1
-    return deg, indices
-
-
-def conflicts_from_partial_order(after_readers: np.ndarray, writer: np.ndarray) -> ConflictGraph:
-    """Conflicts of blocks in a partial order.
-
-    ``after_readers`` is an ``(n_blocks, words)`` uint64 bitset: bit ``k`` of
-    row ``a`` is set when operator ``k`` happens strictly after every reader of
-    block ``a``. ``writer[b]`` is the operator writing ``b`` (-1 for a graph
-    input, written before everything). ``a`` and ``b`` may share iff ``b``'s
-    writer is after all of ``a``'s readers or vice versa.
-    """
-    writer = np.ascontiguousarray(writer, np.int64)
-    dummy = np.zeros(1, np.int64)
-    deg, _ = _order_conflict_pairs(after_readers, writer, True, dummy)
-    indptr = _csr_from_degrees(deg)
-    _, indices = _order_conflict_pairs(after_readers, writer, False, indptr)
-    return ConflictGraph(indptr, indices)

@@ -16,14 +16,18 @@ from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import MAX_INTEGER, Document
 from gaplanner.errors import InputError
 from gaplanner.problem.bounds import greedy_clique_bound, max_load
-from gaplanner.problem.clocks import Clocks, check_clocks, clock_bound, clock_conflicts, time_axis
-from gaplanner.problem.conflicts import (
-    ConflictGraph,
-    conflicts_from_intervals,
-    conflicts_from_partial_order,
-)
+from gaplanner.problem.clocks import Clocks, check_clocks, clock_bound
+from gaplanner.problem.conflicts import ConflictGraph, conflicts_from_intervals
 from gaplanner.problem.memories import MemorySystem, memory_system, refuse_memory_pins
-from gaplanner.problem.order import HappensBefore, graph_happens_before
+from gaplanner.problem.order import (
+    PAIR_ENTRIES_LIMIT,
+    HappensBefore,
+    OrderConflicts,
+    graph_happens_before,
+    greatest_conflicting,
+    padded_entries,
+    pinned_clash,
+)
 from gaplanner.problem.storage import Storage, group_tensors, relaxed_bound
 
 
@@ -186,6 +190,11 @@ def _check_pinned(problem: Problem) -> Problem:
             "the alignment its tensors need (their own, the document's, or a unit's that touches them)",
             "offset",
         )
+    if problem.happens_before is not None:  # a multi-core problem: its vectors tell, without pairs
+        clash = pinned_clash(problem.happens_before, offsets, problem.sizes)
+        if clash is not None:
+            _refuse_pinned_pair(problem, *clash)
+        return problem
     for a in fixed:
         if problem.interval_conflicts:
             later = fixed[fixed > a]
@@ -196,13 +205,23 @@ def _check_pinned(problem: Problem) -> Problem:
             candidates = np.sort(candidates[(candidates > a) & (offsets[candidates] >= 0)])
         clash = candidates[(offsets[a] < ends[candidates]) & (offsets[candidates] < ends[a])]
         if len(clash):
-            b = int(clash[0])
-            raise InputError(
-                f"pinned blocks {problem.ids[a]!r} [{offsets[a]}, {ends[a]}) and "
-                f"{problem.ids[b]!r} [{offsets[b]}, {ends[b]}) are live at once and overlap",
-                "offset",
-            )
+            _refuse_pinned_pair(problem, int(a), int(clash[0]))
     return problem
+
+
+def _refuse_pinned_pair(problem: Problem, a: int, b: int) -> None:
+    offsets, ends = problem.pinned, problem.pinned + problem.sizes
+    raise InputError(
+        f"pinned blocks {problem.ids[a]!r} [{offsets[a]}, {ends[a]}) and "
+        f"{problem.ids[b]!r} [{offsets[b]}, {ends[b]}) are live at once and overlap",
+        "offset",
+    )
+
+
+def pairs_fit(conflicts: ConflictGraph) -> bool:
+    """Whether a multi-core problem's pair list is small enough to build (for its clique bound and the
+    pair-list decoder): else it is planned from its vectors, bounded by the load over its time axis."""
+    return padded_entries(conflicts.degrees()) <= PAIR_ENTRIES_LIMIT
 
 
 def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
@@ -230,7 +249,13 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
         )
         return _bound_over_inplace_choices(problem, tensors, rules)
     after_readers = _after_accesses(tensors, storage)
-    conflicts = conflicts_from_partial_order(after_readers, storage.writer)
+    happens_before = graph_happens_before(after_readers, storage.writer, _core_of_positions(doc, tensors))
+    conflicts = OrderConflicts(happens_before)
+    bound = (
+        greedy_clique_bound(lower, upper, storage.sizes, conflicts.indptr, conflicts.indices)
+        if pairs_fit(conflicts)
+        else max_load(lower, upper, storage.sizes)  # the load over a linear extension: no pairs needed
+    )
     problem = Problem(
         name=name,
         ids=ids,
@@ -241,12 +266,9 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
         reuse_at=reuse_times(after_readers, upper, tensors.n_ops),
         conflicts=conflicts,
         interval_conflicts=False,
-        lower_bound=max(
-            greedy_clique_bound(lower, upper, storage.sizes, conflicts.indptr, conflicts.indices),
-            _pinned_top(storage.sizes, storage.pinned),
-        ),
+        lower_bound=max(bound, _pinned_top(storage.sizes, storage.pinned)),
         pinned=storage.pinned,
-        happens_before=graph_happens_before(after_readers, storage.writer, _core_of_positions(doc, tensors)),
+        happens_before=happens_before,
         **graph,  # type: ignore[arg-type]
     )
     return _bound_over_inplace_choices(problem, tensors, rules)
@@ -397,17 +419,21 @@ def problem_from_clocks(
         sizes, lower.sum(axis=1), upper.sum(axis=1), ids=ids, alignment=alignment, name=name, offsets=offsets
     )  # the same checks of sizes, ids and pins as any buffer list
     clocks = Clocks(lower, upper)
-    conflicts = clock_conflicts(clocks)
-    axis_lower, axis_upper, reuse_at = time_axis(clocks, conflicts)
+    conflicts = OrderConflicts(HappensBefore(clocks.lower, clocks.upper))
+    # A buffer's space is free for the time walk once every buffer it conflicts with has started.
+    reuse_at = greatest_conflicting(conflicts.index.arrays(), flat.lower + 1, flat.upper)
+    bound = (
+        clock_bound(flat.lower, flat.upper, flat.sizes, conflicts)
+        if pairs_fit(conflicts)
+        else max_load(flat.lower, flat.upper, flat.sizes)
+    )
     problem = replace(
         flat,
         reuse_at=reuse_at,
         conflicts=conflicts,
         interval_conflicts=False,
-        lower_bound=max(
-            clock_bound(axis_lower, axis_upper, flat.sizes, conflicts), _pinned_top(flat.sizes, flat.pinned)
-        ),
+        lower_bound=max(bound, _pinned_top(flat.sizes, flat.pinned)),
         clocks=clocks,
-        happens_before=HappensBefore(clocks.lower, clocks.upper),
+        happens_before=conflicts.happens_before,
     )
     return _check_pinned(problem)

@@ -29,8 +29,10 @@ import numpy as np
 from gaplanner.documents.lifetimes import WORKSPACE_SUFFIX
 from gaplanner.errors import InputError
 from gaplanner.plans.plan import Plan, make_plan
+from gaplanner.problem.order import HappensBefore, OrderIndex, conflict, order_runs
 from gaplanner.problem.problem import Problem
 from gaplanner.search.decoder import decode
+from gaplanner.search.neighbours import uses_order_index
 
 
 def first_fit_order(problem: Problem) -> np.ndarray:
@@ -160,22 +162,45 @@ def _grown(offsets, arena, gap_start, gap_end, size, alignment, step):
 
 
 @nb.njit(cache=True)
-def _best_fit_over_conflicts(sizes, alignments, order, indptr, indices, step):
-    """Best-fit-coalescing where the free list of each block is the arena less its placed conflicts.
-
-    The gaps between the placed blocks a block conflicts with, up to the arena's
-    top, scanned in order of offset: adjacent free space is one gap (coalesced).
-    """
-    n = len(sizes)
-    offsets = np.full(n, -1, np.int64)
-    starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
-    arena = 0
-    for b in order:
-        count = 0
+def _placed_conflicts(b, offsets, sizes, indptr, indices, index, block_of, runs, starts, ends):
+    """The ranges of ``b``'s placed conflicts, from the pair list, or (``indptr`` empty) from the
+    happens-before vectors' index (:mod:`gaplanner.problem.order`); their count."""
+    count = 0
+    if len(indptr):
         for j in indices[indptr[b] : indptr[b + 1]]:
             if offsets[j] >= 0:
                 starts[count], ends[count] = offsets[j], offsets[j] + sizes[j]
                 count += 1
+        return count
+    rank, acquire, release, _, groups = index
+    s = rank[b]
+    order_runs(s, index, runs)
+    for g in range(groups.shape[1]):
+        for r in range(runs[0, g], runs[1, g]):
+            j = block_of[r]
+            if offsets[j] >= 0 and r != s and conflict(release, acquire, r, s):
+                starts[count], ends[count] = offsets[j], offsets[j] + sizes[j]
+                count += 1
+    return count
+
+
+@nb.njit(cache=True)
+def _best_fit_over_conflicts(sizes, alignments, order, indptr, indices, index, step):
+    """Best-fit-coalescing where the free list of each block is the arena less its placed conflicts.
+
+    The gaps between the placed blocks a block conflicts with, up to the arena's
+    top, scanned in order of offset: adjacent free space is one gap (coalesced).
+    The conflicts come from the pair list, or (``indptr`` empty) from ``index``.
+    """
+    n = len(sizes)
+    offsets = np.full(n, -1, np.int64)
+    starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
+    block_of = np.empty(len(index[0]), np.int64)
+    block_of[index[0]] = np.arange(len(index[0]))
+    runs = np.empty((2, index[4].shape[1]), np.int64)
+    arena = 0
+    for b in order:
+        count = _placed_conflicts(b, offsets, sizes, indptr, indices, index, block_of, runs, starts, ends)
         by_start = np.argsort(starts[:count])
         size, alignment = sizes[b], alignments[b]
         best, best_size = -1, np.iinfo(np.int64).max
@@ -231,9 +256,21 @@ def best_fit_coalescing(problem: Problem) -> Plan:
     if problem.interval_conflicts:
         offsets = _best_fit_coalescing(sizes, alignments, problem.lower, problem.reuse_at, step)
     else:
-        indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
-        offsets = _best_fit_over_conflicts(sizes, alignments, walk_order(problem), indptr, indices, step)
+        offsets = _best_fit_over_conflicts(
+            sizes, alignments, walk_order(problem), *_conflict_source(problem), step
+        )
     return make_plan(problem, offsets, "best-fit-coalescing", started)
+
+
+def _conflict_source(problem: Problem) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """``(indptr, indices, index)``: the pair list, or where a multi-core problem is decoded without it
+    (:func:`uses_order_index`), an empty one and its happens-before index."""
+    if uses_order_index(problem):
+        assert problem.happens_before is not None
+        empty = np.zeros(0, np.int64)
+        return empty, empty.astype(np.int32), OrderIndex.of(problem.happens_before).arrays()
+    placeholder = OrderIndex.of(HappensBefore(np.zeros((1, 1), np.int64), np.ones((1, 1), np.int64)))
+    return problem.conflicts.indptr, problem.conflicts.indices, placeholder.arrays()
 
 
 BASELINES: dict[str, Callable[[Problem], Plan]] = {

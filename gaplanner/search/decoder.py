@@ -36,7 +36,7 @@ from gaplanner.problem.order import OrderIndex
 from gaplanner.problem.problem import Problem
 from gaplanner.search import kernels
 from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_population
-from gaplanner.search.neighbours import padded_neighbours, uses_intervals, uses_order_index, worst_end
+from gaplanner.search.neighbours import padded_neighbours, pair_free_index, worst_end
 from gaplanner.search.order_decoder import decode_order_population
 
 INT32_SENTINEL = np.iinfo(np.int32).max // 2
@@ -337,8 +337,8 @@ class Decoder:
     ``pinned`` lists the blocks with a fixed offset, ``pinned_offsets`` has it
     (-1 for the others). ``intervals``: set when the blocks are placed from their
     lifetimes, not from a pair list (then ``indptr``/``indices`` are empty and the
-    arrays int64); see :func:`uses_intervals`. ``order``: the same for a multi-core
-    problem, placed from its happens-before vectors (:func:`uses_order_index`).
+    arrays int64); ``order``: the same for a multi-core problem, placed from its
+    happens-before vectors (see :func:`~gaplanner.search.neighbours.pair_free_index`).
     """
 
     sizes: np.ndarray
@@ -364,25 +364,16 @@ class Decoder:
     def for_problem(cls, problem: Problem, population: bool = True, pairs: bool | None = None) -> Decoder:
         """The decoder of ``problem``'s orders; ``population=False``: of one order (see uses_intervals).
 
-        ``pairs``: True to decode from the pair list, False from the lifetimes or
-        happens-before vectors; None (the default) chooses as :func:`uses_intervals`
-        and :func:`uses_order_index` do.
+        ``pairs``: True to decode from the pair list, False without (see :func:`pair_free_index`).
         """
         kernels.prepare()  # before the first parallel decode in this process
         pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
-        empty = np.zeros(0, np.int64)
-        if problem.interval_conflicts and (
-            pairs is False or (pairs is None and uses_intervals(problem, None, population))
-        ):
-            index = IntervalIndex.of(problem.lower, problem.upper)
+        index = pair_free_index(problem, population, pairs)
+        if index is not None:
+            kind = (index, None) if isinstance(index, IntervalIndex) else (None, index)
+            empty = np.zeros(0, np.int64)
             return cls(problem.sizes, problem.alignments, empty, empty.astype(np.uint32), 0, 0, pinned,
-                       problem.pinned, index)  # fmt: skip
-        if problem.happens_before is not None and (
-            pairs is False or (pairs is None and uses_order_index(problem, population))
-        ):
-            order = OrderIndex.of(problem.happens_before)
-            return cls(problem.sizes, problem.alignments, empty, empty.astype(np.uint32), 0, 0, pinned,
-                       problem.pinned, order=order)  # fmt: skip
+                       problem.pinned, *kind)  # fmt: skip
         degrees = problem.conflicts.degrees()
         max_degree = max(1, int(degrees.max(initial=0)))
         index_bits = max(1, max_degree.bit_length())
@@ -406,15 +397,18 @@ class Decoder:
         orders: np.ndarray,
         best_fit: bool = False,
         template: tuple[np.ndarray, np.ndarray] | None = None,
+        out: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(peaks, offsets)`` of every row of ``orders``.
 
         ``template``: ``(prefix, offsets)``, where the first ``prefix[i]`` blocks of
         ``orders[i]`` are the first ``prefix[i]`` of an order that decoded to
         ``offsets[i]``; those blocks keep their offsets and only the rest is placed.
+        ``out``: an int64 array of ``orders``' shape to write the offsets into (it may be the
+        template's offsets).
         """
         orders = np.ascontiguousarray(orders, np.int64)
-        offsets = np.empty(orders.shape, np.int64)
+        offsets = np.empty(orders.shape, np.int64) if out is None else out
         if template is None:
             prefix, known = np.zeros(len(orders), np.int64), offsets
         else:
@@ -439,23 +433,6 @@ class Decoder:
             best_fit, self.index_bits, self.sentinel, offsets, thread_chunks(len(orders)),
         )  # fmt: skip
         return peaks, offsets
-
-
-def load_decoder() -> None:
-    """Load (or compile) the population decoder with a one-block problem, for both integer widths."""
-    kernels.prepare()
-    for dtype, sentinel in ((np.int32, INT32_SENTINEL), (np.int64, INT64_SENTINEL)):
-        one = np.ones(1, dtype)
-        decode_population_into(
-            np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-            np.zeros(2, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int64), False, 1, sentinel,
-            np.empty((1, 1), np.int64), 1,
-        )  # fmt: skip
-    one, index = np.ones(1, np.int64), IntervalIndex.of(np.zeros(1), np.ones(1))
-    decode_interval_population(
-        np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-        index.arrays(), np.zeros(0, np.int64), False, np.empty((1, 1), np.int64), 1,
-    )  # fmt: skip
 
 
 def decode(problem: Problem, order: np.ndarray, *, best_fit: bool = False) -> np.ndarray:

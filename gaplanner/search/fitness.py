@@ -149,15 +149,34 @@ def _score_population(
                     order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
                     False, index_bits, sentinel, work, row,
                 )  # fmt: skip
-            _sort_by_address(order, row, by_address[i])
-            above = 0.0
-            for b in range(len(row)):
-                end = row[b] + sizes[b]
-                if end > floor:
-                    above += float(end - max(row[b], floor)) * durations[b]
-            excess[i] = above
-            if use_contiguity:
-                contiguity[i] = _contiguity(by_address[i], *contiguity_args)
+            _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
+                       by_address, excess, contiguity)  # fmt: skip
+
+
+@nb.njit(cache=True, inline="always")
+def _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity, by_address,
+               excess, contiguity):  # fmt: skip
+    """Re-sort row ``i`` by address; its bytes above the floor weighted by lifetime; its contiguity."""
+    row = offsets[i]
+    _sort_by_address(orders[i], row, by_address[i])
+    above = 0.0
+    for b in range(len(row)):
+        end = row[b] + sizes[b]
+        if end > floor:
+            above += float(end - max(row[b], floor)) * durations[b]
+    excess[i] = above
+    if use_contiguity:
+        contiguity[i] = _contiguity(by_address[i], *contiguity_args)
+
+
+@nb.njit(cache=True, parallel=True, nogil=True)
+def _score_decoded(orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity, by_address,
+                   excess, contiguity, chunks):  # fmt: skip
+    """Score rows decoded already (by the multi-core decoder without pairs), as :func:`_score_population`."""
+    for c in nb.prange(chunks):
+        for i in range(c, len(orders), chunks):
+            _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
+                       by_address, excess, contiguity)  # fmt: skip
 
 
 class PopulationFitness:
@@ -168,11 +187,14 @@ class PopulationFitness:
         self.decoder = Decoder.for_problem(problem)
         self.use_contiguity = use_contiguity
         self.evaluations = 0
-        indptr, indices = np.zeros(1, np.int64), np.zeros(0, np.int32)  # contiguity reads the lifetimes
-        if not problem.interval_conflicts:
+        # Contiguity reads the lifetimes on an interval problem, and on a multi-core problem decoded
+        # without pairs those on its time axis (a tie-break only: the pairs are what it cannot hold).
+        pairs = not problem.interval_conflicts and self.decoder.order is None
+        indptr, indices = np.zeros(1, np.int64), np.zeros(0, np.int32)
+        if pairs:
             indptr, indices = problem.conflicts.indptr, problem.conflicts.indices
         sorted_indices = indices
-        if use_contiguity and not problem.interval_conflicts:
+        if use_contiguity and pairs:
             sorted_indices = np.concatenate(
                 [np.sort(indices[indptr[i] : indptr[i + 1]]) for i in range(problem.n)]
             ).astype(np.int32)
@@ -180,7 +202,7 @@ class PopulationFitness:
         # its operators), at least 1 so that every block's bytes above the bound count.
         self._durations = np.maximum(problem.upper - problem.lower, 1).astype(np.float64)
         self._contiguity_args = (
-            problem.sizes, problem.interval_conflicts, problem.lower, problem.upper, indptr, sorted_indices
+            problem.sizes, not pairs, problem.lower, problem.upper, indptr, sorted_indices
         )  # fmt: skip
         index = self.decoder.intervals or IntervalIndex.of(np.zeros(1), np.ones(1))  # a placeholder for pairs
         self._intervals = index.arrays()
@@ -203,6 +225,14 @@ class PopulationFitness:
             known = (np.zeros(population, np.int64), offsets)
         scores = Scores(np.empty(population, np.int64), np.empty(population), np.zeros(population), offsets)
         by_address = np.empty_like(orders)
+        if d.order is not None:
+            scores.peaks[:], _ = d.decode_population(orders, template=known, out=offsets)
+            _score_decoded(
+                orders, offsets, d.sizes, self._durations, self.problem.lower_bound, self._contiguity_args,
+                self.use_contiguity, by_address, scores.excess, scores.contiguity, thread_chunks(population),
+            )  # fmt: skip
+            self.evaluations += population
+            return by_address, scores
         _score_population(
             orders, np.ascontiguousarray(known[0], np.int64),
             d.known_offsets(np.ascontiguousarray(known[1], np.int64)),

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gaplanner.problem.order import NEIGHBOUR_LANES, PAIR_ENTRIES_LIMIT, padded_entries
+from gaplanner.problem.order import NEIGHBOUR_LANES, PAIR_ENTRIES_LIMIT, OrderIndex, padded_entries
 from gaplanner.problem.problem import Problem
+from gaplanner.search.interval_decoder import IntervalIndex
 
 # Where a problem's pairs fit, a population decodes faster from them; a single order of an interval
 # problem is decoded from the lifetimes, which costs about what building the pair list alone does
@@ -70,3 +71,21 @@ def uses_order_index(problem: Problem, population: bool = True) -> bool:
         return True
     index_bits = max(1, int(problem.conflicts.degrees().max(initial=0)).bit_length())
     return worst_end(problem).bit_length() + index_bits > 62
+
+
+def pair_free_index(
+    problem: Problem, population: bool = True, pairs: bool | None = None
+) -> IntervalIndex | OrderIndex | None:
+    """What ``problem``'s decodes place blocks from instead of a pair list, or None for the pair list.
+
+    ``pairs``: True for the pair list, False for the lifetimes (interval problems) or the
+    happens-before vectors (multi-core ones), None to choose as :func:`uses_intervals` and
+    :func:`uses_order_index` do.
+    """
+    if pairs is True:
+        return None
+    if problem.interval_conflicts and (pairs is False or uses_intervals(problem, None, population)):
+        return IntervalIndex.of(problem.lower, problem.upper)
+    if problem.happens_before is not None and (pairs is False or uses_order_index(problem, population)):
+        return OrderIndex.of(problem.happens_before)
+    return None

@@ -14,7 +14,7 @@ import numpy as np
 
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
-from gaplanner.search.neighbours import uses_intervals
+from gaplanner.search.neighbours import uses_intervals, uses_order_index
 
 
 @nb.njit(cache=True)
@@ -151,7 +151,9 @@ class HoleGuide:
     def for_problem(cls, problem: Problem) -> HoleGuide:
         times, load = load_profile(problem.lower, problem.upper, problem.sizes)
         start_load = load[np.searchsorted(times, problem.lower)]
-        if uses_intervals(problem):  # as the decoder: no pair list, the lifetimes give the neighbours
+        # As the decoder: no pair list, the lifetimes give the neighbours (on a multi-core problem too
+        # large for its pairs, those on its time axis: a move's guess, never a placement).
+        if uses_intervals(problem) or uses_order_index(problem):
             indptr, indices = np.zeros(0, np.int64), np.zeros(0, np.int32)
         else:
             indptr, indices = problem.conflicts.indptr, problem.conflicts.indices

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gaplanner import PlanError, find_violation, load_problem, verify
+from gaplanner import PlanError, build_problem, find_violation, load_problem, verify
+from gaplanner.plans.verify import _edge_overlap, _vector_overlap
 from gaplanner.search.decoder import decode
-from tests.strategies import SETTINGS, interval_problems
+from tests.strategies import SETTINGS, clock_problems, graph_documents, interval_problems
 
 
 @SETTINGS
@@ -66,3 +67,17 @@ def test_a_multicore_graph_is_checked_edge_by_edge() -> None:
     together = stacked.copy()
     together[b[0]] = together[a[0]]
     assert "overlap" in find_violation(problem, together)
+
+
+@SETTINGS
+@given(st.one_of(clock_problems(), graph_documents(max_ops=9).map(build_problem)), st.data())
+def test_multicore_plans_are_judged_alike_with_and_without_pairs(problem, data) -> None:
+    """The check from the vectors (for problems too large for their pairs) against the pair list's."""
+    if problem.happens_before is None:
+        return
+    offsets = decode(problem, np.array(data.draw(st.permutations(range(problem.n)))))
+    shift = np.array(data.draw(st.lists(st.integers(-2, 2), min_size=problem.n, max_size=problem.n)))
+    for planted in (offsets, np.maximum(offsets + shift * problem.alignments, 0)):
+        with_pairs = _edge_overlap(problem, planted)
+        without = _vector_overlap(problem, planted)
+        assert (with_pairs is None) == (without is None), (with_pairs, without)

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gaplanner.problem import problem as problem_module
 from gaplanner.problem.problem import Problem, build_problem, problem_from_clocks
+from gaplanner.search.baselines import BASELINES
 from gaplanner.search.decoder import Decoder
-from tests.strategies import SETTINGS, graph_documents
-
-
-@st.composite
-def clock_problems(draw: st.DrawFn, max_buffers: int = 9) -> Problem:
-    """Random vector clocks (not necessarily any program's), sizes, an alignment, some pinned blocks."""
-    d = draw(st.integers(2, 4))
-    n = draw(st.integers(1, max_buffers))
-    lower = np.array([[draw(st.integers(0, 5)) for _ in range(d)] for _ in range(n)])
-    upper = lower + np.array([[draw(st.integers(0, 3)) for _ in range(d)] for _ in range(n)])
-    upper[np.arange(n), draw(st.lists(st.integers(0, d - 1), min_size=n, max_size=n))] += 1
-    sizes = np.array(draw(st.lists(st.integers(1, 9), min_size=n, max_size=n)))
-    alignment = draw(st.sampled_from([1, 2, 4]))
-    free = problem_from_clocks(sizes, lower, upper, alignment=alignment)
-    plan = Decoder.for_problem(free, pairs=True).decode(np.array(draw(st.permutations(range(n)))))
-    pins = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    return problem_from_clocks(sizes, lower, upper, alignment=alignment, offsets=np.where(pins, plan, -1))
+from gaplanner.search.fitness import PopulationFitness
+from tests.strategies import SETTINGS, clock_problems, graph_documents
 
 
 @st.composite
@@ -66,3 +56,37 @@ def test_graph_problems_decode_to_the_pair_lists_offsets(problem: Problem, seed:
         assert problem.interval_conflicts
         return
     _same_offsets(problem, _orders(problem, seed), min(prefix, problem.n))
+
+
+@st.composite
+def multicore_makers(draw: st.DrawFn) -> Callable[[], Problem]:
+    """A way to build one random multi-core problem (a graph or clocks) again and again."""
+    if draw(st.booleans()):
+        doc = draw(graph_documents(max_ops=9))
+        return lambda: build_problem(doc)
+    p = draw(clock_problems())
+    assert p.clocks is not None
+    return lambda: problem_from_clocks(
+        p.sizes, p.clocks.lower, p.clocks.upper, alignment=int(p.alignments[0]), offsets=p.pinned
+    )
+
+
+@SETTINGS
+@given(multicore_makers(), st.integers(0, 2**16))
+def test_a_problem_too_large_for_its_pairs_plans_alike_without_them(make, seed: int) -> None:
+    """Built as if its pairs were too many: no pair list is ever built, and every plan is the same."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(problem_module, "PAIR_ENTRIES_LIMIT", -1)
+        large = make()
+    small = make()
+    if large.happens_before is None:
+        return
+    assert small.conflicts.built
+    for name, baseline in BASELINES.items():
+        if not (large.has_pinned and name == "best-fit-coalescing"):
+            assert np.array_equal(baseline(large).offsets, baseline(small).offsets), name
+    orders = _orders(large, seed)
+    (_, large_scores), (_, small_scores) = (PopulationFitness(p)(orders.copy()) for p in (large, small))
+    assert np.array_equal(large_scores.peaks, small_scores.peaks)
+    assert np.array_equal(large_scores.offsets, small_scores.offsets)
+    assert not large.conflicts.built

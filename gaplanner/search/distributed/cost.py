@@ -21,7 +21,7 @@ def expected_search_seconds(problem: Problem, settings: GASettings) -> float:
     allows times a cost per evaluation (:data:`SECONDS_PER_ENTRY` per
     conflict-list entry plus :data:`SECONDS_PER_INDIVIDUAL`).
     """
-    per_evaluation = SECONDS_PER_ENTRY * len(problem.conflicts.indices) + SECONDS_PER_INDIVIDUAL
+    per_evaluation = SECONDS_PER_ENTRY * 2 * problem.conflicts.edge_count + SECONDS_PER_INDIVIDUAL
     limits = [math.inf]
     if settings.time_limit is not None:
         limits.append(settings.time_limit)

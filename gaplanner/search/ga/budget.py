@@ -17,9 +17,10 @@ from dataclasses import dataclass, replace
 import numba
 
 from gaplanner.problem.problem import Problem
-from gaplanner.search.decoder import Decoder, load_decoder
+from gaplanner.search.decoder import Decoder
 from gaplanner.search.ga.island import Island
 from gaplanner.search.ga.settings import GASettings, most_scored_per_generation
+from gaplanner.search.load_decoders import load_decoder
 
 GENERATION, LOCAL_SEARCH = "generation", "local search"
 #: Why a search ends before its first generation (its starting plan kept): not even that fits the time left.
