@@ -97,7 +97,7 @@ def measure(
     """One table row: the pooled GA plan, its bound, and each model's own GA plan (same settings)."""
     pool = pool_inputs(sources, together, shared)
     pooled = solve(pool.problem, "ga", settings, workers=1)
-    c = compare_alone(pool, pooled, lambda p: solve(p, "ga", settings, workers=1))
+    c = compare_alone(pool, pooled, lambda p, _: solve(p, "ga", settings, workers=1))
     joined = joined_bound(pool) if together == "concurrent" else None
     bound = max(c.pooled_lower_bound, joined or 0)
     mark = " \\*" if joined is not None and joined > c.pooled_lower_bound else ""

@@ -24,7 +24,14 @@ from gaplanner.documents.schema import document_json_schema
 from gaplanner.errors import GaplannerError, InputError
 from gaplanner.plans.files import check_plan_file, plan_json, read_plan_schedule, write_text
 from gaplanner.plans.plan import Plan
-from gaplanner.plans.pool_report import Pool, compare_alone, pool_inputs, read_schedule, schedule_line
+from gaplanner.plans.pool_report import (
+    Pool,
+    compare_alone,
+    pool_inputs,
+    pooled_share,
+    read_schedule,
+    schedule_line,
+)
 from gaplanner.problem.loading import load_document, load_pool_data, load_problem
 from gaplanner.problem.pools import read_pool_document
 from gaplanner.problem.problem import Problem
@@ -207,6 +214,8 @@ def _plan(args: argparse.Namespace) -> int:
             problem, searched, pooled = _single_problem(args)
         progress.lower_bound = problem.lower_bound
         searching = args.deadline.keeping(OUTPUT_SECONDS_PER_BLOCK * problem.n)
+        if pool is not None:  # each model is planned alone afterwards, within the same limit
+            searching = searching.share(pooled_share(pool))
         # stdout carries the plan only: what prints during the search (Ray's notes on a dead
         # worker, say) goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
@@ -242,15 +251,25 @@ def _print_planned(args: argparse.Namespace, planned: Planned, pool: Pool | None
     return 0 if planned.fits else EXIT_DOES_NOT_FIT
 
 
-def _solve(args: argparse.Namespace, problem: Problem) -> Plan:
-    """``solve`` with the algorithm, settings and workers the flags give."""
+def _solve(args: argparse.Namespace, problem: Problem, deadline: Deadline) -> Plan:
+    """``solve`` with the algorithm, settings and workers the flags give, ending by ``deadline``."""
     settings = _settings(args, args.algorithm)
-    return solve(problem, args.algorithm, settings, workers=args.workers, ray_address=args.ray_address)
+    return solve(
+        problem,
+        args.algorithm,
+        settings,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        deadline=deadline,
+    )
 
 
 def _compare_alone(args: argparse.Namespace, pool: Pool, pooled: Plan) -> dict[str, Any]:
-    """Each model planned alone by the same search, beside the pooled arena (says so on stderr)."""
-    comparison = compare_alone(pool, pooled, lambda p: _solve(args, p))
+    """Each model planned alone by the same search, beside the pooled arena (says so on stderr), in
+    what is left of the time limit (writing the plan kept back)."""
+    deadline = args.deadline.keeping(OUTPUT_SECONDS_PER_BLOCK * pool.problem.n)
+    deadline.stage("planning each model alone")
+    comparison = compare_alone(pool, pooled, lambda p, d: _solve(args, p, d), deadline)
     print(
         f"pooled {comparison.pooled_peak} bytes; alone: sum {comparison.sum_alone}, largest "
         f"{comparison.max_alone}",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gaplanner.deadline import Deadline, no_deadline
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.zoo import ZOO_PREFIX
 from gaplanner.errors import InputError
@@ -181,11 +182,30 @@ def pool_inputs(
     return Pool(together, tuple(shared), pooled, alone, certificate)
 
 
-def compare_alone(pool: Pool, pooled: Plan, plan_one: Callable[[Problem], Plan]) -> PoolComparison:
-    """Plan each model of ``pool`` on its own (``plan_one``) beside the pooled plan."""
+def pooled_share(pool: Pool) -> float:
+    """The share of a run's time left the pooled plan takes (the rest plans each model alone): its
+    blocks' share of all the blocks planned."""
+    alone = sum(problem.n for _, problem in pool.models)
+    return pool.problem.n / max(1, pool.problem.n + alone)
+
+
+def compare_alone(
+    pool: Pool,
+    pooled: Plan,
+    plan_one: Callable[[Problem, Deadline], Plan],
+    deadline: Deadline | None = None,
+) -> PoolComparison:
+    """Plan each model of ``pool`` on its own (``plan_one``) beside the pooled plan.
+
+    ``deadline``: when the last must end; each model is given the share of the time left that its
+    blocks are of the blocks still to plan (with no time limit, no deadline).
+    """
+    deadline = deadline or no_deadline()
     alone = []
+    blocks_left = sum(problem.n for _, problem in pool.models)
     for model, problem in pool.models:
-        plan = plan_one(problem)
+        plan = plan_one(problem, deadline.share(problem.n / max(1, blocks_left)))
+        blocks_left -= problem.n
         alone.append(ModelAlone(model, plan.peak, int(problem.lower_bound), plan.cost))
     return PoolComparison(
         pool.together, pool.shared, pooled.peak, int(pool.problem.lower_bound), tuple(alone), pooled.cost

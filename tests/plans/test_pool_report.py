@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
+import sys
 from pathlib import Path
 
 import pytest
 
-from gaplanner.plans.pool_report import model_id, pool_inputs
+import gaplanner.cli
+from gaplanner.deadline import Deadline
+from gaplanner.plans.pool_report import compare_alone, model_id, pool_inputs
+from gaplanner.search.baselines import first_fit
 from tests.problem.test_pools import chain, overlap
 from tests.test_cli import run, write
 
@@ -77,6 +82,50 @@ def test_the_same_model_twice_runs_twice_and_declared_inputs_pool(capsys, tmp_pa
     code, out, err = run(capsys, "plan", path, path, "--concurrent", "--algorithm", "greedy-size", "-q")
     assert code == 0, err
     assert json.loads(out)["peak"] == 32
+
+
+def test_each_model_alone_gets_its_blocks_share_of_the_time_left(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.json", chain("a", [16, 16]))
+    b = write(tmp_path, "b.json", chain("b", [32, 32, 32]))
+    pool = pool_inputs([a, b], "sequential")
+    given = []
+
+    def plan_one(problem, deadline):
+        given.append((problem.n, deadline.left()))
+        return first_fit(problem)
+
+    comparison = compare_alone(pool, first_fit(pool.problem), plan_one, Deadline(10.0))
+    (n_a, left_a), (n_b, left_b) = given
+    assert (n_a, n_b) == (2, 3) and 3.5 < left_a <= 4.0 and 9.0 < left_b <= 10.0  # 2 of 5 blocks, then all
+    assert [m.peak for m in comparison.alone] == [32, 64]
+    compare_alone(pool, first_fit(pool.problem), plan_one)
+    assert [left for _, left in given[2:]] == [math.inf, math.inf]  # no time limit
+
+
+def test_the_pooled_plan_and_each_model_alone_share_the_time_limit(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = write(tmp_path, "a.json", chain("a", [16, 16]))
+    b = write(tmp_path, "b.json", chain("b", [32, 32, 32]))
+    calls = []
+    solving = sys.modules["gaplanner.solve"]  # the package's name `solve` is the function
+    solve = solving.solve
+
+    def spy(problem, *args, deadline=None, **kwargs):
+        calls.append((problem.n, None if deadline is None else deadline.left()))
+        return solve(problem, *args, deadline=deadline, **kwargs)
+
+    monkeypatch.setattr(solving, "solve", spy)  # the pooled plan's, through plan_input
+    monkeypatch.setattr(gaplanner.cli, "solve", spy)  # each model's alone
+    argv = [a, b, "--together", "--time-limit", "20", "--generations", "2", "--workers", "1", "-q"]
+    code, out, err = run(capsys, "plan", *argv)
+    assert code == 0, err
+    assert json.loads(out)["pool"]["sum_alone"] == 32 + 64
+    (pooled, left), (n_a, left_a), (n_b, left_b) = calls
+    assert (pooled, n_a, n_b) == (5, 2, 3)
+    assert left_a is not None and left_b is not None
+    # half of the time for the pool, then 2 of 5 blocks for the first model alone, then all that is left
+    assert left < 11 and left_a < 9 and left_a < left_b < 20
 
 
 def test_model_ids_come_from_the_input_names() -> None:
