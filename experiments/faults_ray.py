@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAD_IP, NODE_IP = "10.213.0.1", "10.213.0.2"
 PREFIX = 24
 PORT = 6379
+NODE_OPTIONS = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats"]
 
 
 @dataclass
@@ -168,20 +169,30 @@ def wait_for(check: Callable[[], Any], seconds: float, what: str, interval: floa
 
 def start_cluster(hosts: Hosts, settings: RaySettings) -> None:
     """``ray start --head`` on the first host, ``ray start --address`` on the second; both up."""
-    common = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats"]
-    hosts.run(
-        hosts.head, "ray", "start", "--head", "--node-ip-address", HEAD_IP, "--port", str(PORT),
-        "--include-dashboard=false", "--temp-dir", str(hosts.workdir / "h"), *common,
-        timeout=settings.startup_seconds,
-    )  # fmt: skip
+    start_head(hosts, settings)
     join_node(hosts, settings)
 
 
-def join_node(hosts: Hosts, settings: RaySettings) -> None:
+def _on_core(core: int | None) -> list[str]:
+    """The prefix that keeps a node's processes (Ray's and its workers') on one core, or none."""
+    return [] if core is None else ["taskset", "-c", str(core)]
+
+
+def start_head(hosts: Hosts, settings: RaySettings, core: int | None = None) -> None:
+    """``ray start --head`` on the first host (one CPU; its processes on ``core`` when given)."""
     hosts.run(
-        hosts.node, "ray", "start", "--address", f"{HEAD_IP}:{PORT}", "--node-ip-address", NODE_IP,
-        "--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats",
-        timeout=settings.startup_seconds,
+        hosts.head, *_on_core(core), "ray", "start", "--head", "--node-ip-address", HEAD_IP,
+        "--port", str(PORT), "--include-dashboard=false", "--temp-dir", str(hosts.workdir / "h"),
+        *NODE_OPTIONS, timeout=settings.startup_seconds,
+    )  # fmt: skip
+    wait_for(lambda: alive_nodes(hosts) == 1, settings.startup_seconds, "the head alive")
+
+
+def join_node(hosts: Hosts, settings: RaySettings, core: int | None = None) -> None:
+    """``ray start --address`` on the second host (one CPU; on ``core`` when given); both nodes up."""
+    hosts.run(
+        hosts.node, *_on_core(core), "ray", "start", "--address", f"{HEAD_IP}:{PORT}",
+        "--node-ip-address", NODE_IP, *NODE_OPTIONS, timeout=settings.startup_seconds,
     )  # fmt: skip
     wait_for(lambda: alive_nodes(hosts) == 2, settings.startup_seconds, "two nodes alive")
 

@@ -120,9 +120,18 @@ def run_cell(cell: Cell, source: Any) -> dict[str, Any]:
         "evaluations": "" if search is None else search.evaluations,
         "stop_reason": plan.stop_reason or "",
         "load_seconds": round(load_seconds, 4),
-        "host": socket.gethostname(),
+        "host": _where(),
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+def _where() -> str:
+    """This machine's name, with the Ray node's address when the cell runs on Ray (the nodes of one
+    machine, network namespaces for instance, share its name)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return f"{socket.gethostname()}/{ray.util.get_node_ip_address()}"
+    return socket.gethostname()
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,154 @@
+"""Islands on one Ray node or on two: evaluations per second, and where the batch runner's cells ran.
+
+    python -m experiments.ray_nodes [--seconds 40] [--cells 8] [--cell-seconds 4]
+
+A real two-node Ray cluster on this machine (:func:`experiments.faults_ray.two_hosts`:
+two network namespaces joined by a veth pair), each node given one CPU
+(``ray start --num-cpus 1``) and its processes held to a core of their own
+(``taskset``), so each node is a one-core machine:
+
+1. **one node**: the head alone; ``gaplanner plan --ray-address ... --workers 1``;
+2. **two nodes**: the second node joined; ``--workers 2``; the same problem, seed and seconds.
+
+Both runs are the island GA alone (``--no-exact``) on a 150-block problem whose
+bound it cannot reach, for ``--seconds``. Evaluations per second are the
+search's own, from its trace: from the first record after the workers are up to
+the last, so Ray's start-up is left out of both. Then the batch runner
+(``python -m experiments.run``) plans ``--cells`` GA cells of ``--cell-seconds``
+on the two nodes; each row names the node that ran it.
+
+Root only (``ip netns``); on a machine of 2 cores the figure means something
+only when nothing else runs. The table goes to ``docs/results/ray-nodes.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from experiments.faults_ray import (
+    HEAD_IP,
+    PORT,
+    Hosts,
+    RaySettings,
+    join_node,
+    runner_rows,
+    start_head,
+    two_hosts,
+    why_not,
+)
+from experiments.report import write_results
+from service.testing import check_plan, unreachable_bound_document
+
+CELLS_CONFIG = """\
+inputs = ["example:seed000_queue", "zoo:mobilenetv1", "zoo:densenet121@2", "zoo:googlenet"]
+seeds = {seeds}
+time_budgets = [{budget}]
+
+[[algorithms]]
+name = "ga"
+population = 16
+"""
+
+
+def search_rate(hosts: Hosts, workers: int, seconds: float) -> dict[str, Any]:
+    """``gaplanner plan`` on the cluster with ``workers`` island workers: its evaluations per second."""
+    document = unreachable_bound_document(150, seed=3)
+    source, output = hosts.workdir / "input.json", hosts.workdir / f"plan{workers}.json"
+    source.write_text(json.dumps(document))
+    hosts.run(
+        hosts.head, sys.executable, "-m", "gaplanner.cli", "plan", str(source), "--workers", str(workers),
+        "--ray-address", f"{HEAD_IP}:{PORT}", "--time-limit", str(seconds), "--stall-generations", "1000000",
+        "--seed", "1", "--no-exact", "--quiet", "-o", str(output), timeout=seconds + 300,
+    )  # fmt: skip
+    plan = json.loads(output.read_text())
+    check_plan(document, plan)  # raises if the plan does not verify
+    if len(plan["trace"]) < 3:
+        raise RuntimeError(f"{workers} worker(s): too few generations to measure ({plan['stop_reason']})")
+    first, last = plan["trace"][1], plan["trace"][-1]
+    span = last["elapsed"] - first["elapsed"]
+    return {
+        "evaluations_per_second": (last["evaluations"] - first["evaluations"]) / span,
+        "span_seconds": span,
+        "startup_seconds": first["elapsed"],
+        "peak": plan["peak"],
+    }
+
+
+def cells_per_node(hosts: Hosts, cells: int, cell_seconds: float) -> Counter[str]:
+    """The batch runner's ``cells`` GA cells on the cluster: how many each node ran."""
+    config = hosts.workdir / "cells.toml"
+    seeds = list(range(-(-cells // 4)))
+    config.write_text(CELLS_CONFIG.format(seeds=seeds, budget=cell_seconds))
+    results = hosts.workdir / "cells.csv"
+    argv = [sys.executable, "-m", "experiments.run", str(config), "--results", str(results)]
+    hosts.run(hosts.head, *argv, "--ray-address", f"{HEAD_IP}:{PORT}", timeout=cells * cell_seconds + 300)
+    return Counter(row["host"].rpartition("/")[2] or "?" for row in runner_rows(results))
+
+
+def measure(seconds: float, cells: int, cell_seconds: float) -> dict[str, Any]:
+    """Both rates and the cells' spread on a fresh cluster; {"skipped": reason} where it cannot run."""
+    reason = why_not()
+    if reason:
+        return {"skipped": reason}
+    settings = RaySettings(startup_seconds=240.0)
+    workdir = Path(tempfile.mkdtemp(prefix="grn", dir="/tmp"))  # Ray's socket paths must stay short
+    try:
+        with two_hosts(workdir) as hosts:
+            start_head(hosts, settings, core=0)
+            one = search_rate(hosts, 1, seconds)
+            join_node(hosts, settings, core=1)
+            two = search_rate(hosts, 2, seconds)
+            spread = cells_per_node(hosts, cells, cell_seconds)
+            return {"one node": one, "two nodes": two, "cells": dict(spread), "load": os.getloadavg()[0]}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+HEADER = ["nodes", "island workers", "evaluations/s", "vs one node", "seconds measured", "Ray start-up s"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=40.0, help="each search's time limit")
+    parser.add_argument("--cells", type=int, default=8, help="batch runner cells")
+    parser.add_argument("--cell-seconds", type=float, default=4.0)
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
+    result = measure(args.seconds, args.cells, args.cell_seconds)
+    print(json.dumps(result, indent=2))
+    if "skipped" in result:
+        print(f"skipped: {result['skipped']}", file=sys.stderr)
+        return 0
+    one, two = result["one node"], result["two nodes"]
+    rows = [
+        [nodes, nodes, f"{r['evaluations_per_second']:,.0f}",
+         f"{r['evaluations_per_second'] / one['evaluations_per_second']:.2f}",
+         f"{r['span_seconds']:.1f}", f"{r['startup_seconds']:.1f}"]
+        for nodes, r in ((1, one), (2, two))
+    ]  # fmt: skip
+    spread = ", ".join(f"{node}: {count}" for node, count in sorted(result["cells"].items()))
+    notes = (
+        f"Two network namespaces on one 2-core machine, each node `--num-cpus 1` and pinned to its own core;"
+        f" the island GA alone on a 150-block problem, seed 1, `--time-limit {args.seconds:g}`."
+        " Evaluations per second from the search's trace after the workers were up."
+        f" Batch runner: {args.cells} cells of {args.cell_seconds:g} s ran {spread}"
+        f" (cells per node address). Load average (1 min) {load_before:.1f} before, {result['load']:.1f} after."
+    )
+    command = f"python -m experiments.ray_nodes --seconds {args.seconds:g} --cells {args.cells}"
+    command += f" --cell-seconds {args.cell_seconds:g}"
+    write_results("ray-nodes", "Islands on one Ray node or two", HEADER, rows, command, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
