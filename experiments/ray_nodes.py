@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         f" the island GA alone on a 150-block problem, seed 1, `--time-limit {args.seconds:g}`."
         " Evaluations per second from the search's trace after the workers were up."
         f" Batch runner: {args.cells} cells of {args.cell_seconds:g} s ran {spread}"
-        f" (cells per node address). Load average (1 min) {load_before:.1f} before, {result['load']:.1f} after."
+        f" (cells per node address)."
+        f" Load average (1 min) {load_before:.1f} before, {result['load']:.1f} after."
     )
     command = f"python -m experiments.ray_nodes --seconds {args.seconds:g} --cells {args.cells}"
     command += f" --cell-seconds {args.cell_seconds:g}"
