@@ -9,6 +9,7 @@ import pytest
 
 from gaplanner import GASettings, Plan, load_problem
 from gaplanner.deadline import Deadline
+from gaplanner.errors import DoesNotFit
 from gaplanner.plans.verify import find_memory_violation
 from gaplanner.problem.loading import problem_from_json
 from gaplanner.search.memories.baselines import seed_orders, spill_order
@@ -135,6 +136,13 @@ def test_when_no_generation_fits_the_time_left_the_spill_plan_is_kept() -> None:
     assert np.array_equal(plan.offsets, spill.offsets) and np.array_equal(plan.memory_of, spill.memory_of)
     assert plan.cost == spill.cost and len(plan.trace) == 1 and plan.trace[0].best_cost == plan.cost
     assert find_memory_violation(problem, plan.memory_of, plan.offsets) is None
+
+
+def test_with_no_time_for_a_generation_a_spill_order_that_fails_is_no_proof() -> None:
+    problem = random_memories(17, blocks=40, sram=48, dram=48)  # the spill order leaves blocks out
+    passed = Deadline(1.0, started=time.perf_counter() - 2.0)
+    with pytest.raises(DoesNotFit, match="a longer time limit may find a placement"):
+        memory_ga(problem, BUDGET, deadline=passed)
 
 
 def test_memories_are_filled_by_saving_only_when_the_walk_fits_the_time_left() -> None:

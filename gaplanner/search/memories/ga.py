@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from gaplanner.deadline import Deadline
+from gaplanner.errors import DoesNotFit
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
@@ -91,6 +92,11 @@ def _spill_kept(problem: Problem, spill: Placements, settings: GASettings, start
     """The spill order's plan (spill-greedy's) as the GA's, when not even its first generation fits the
     time left: its trace is that one plan, as generation 0."""
     cost, peak = float(spill.costs[0]), int(spill.peaks[0].sum())
+    if not np.isfinite(cost):  # one order tried is no proof
+        raise DoesNotFit(
+            "the spill order places some block in no memory, and no generation fits the time limit: a "
+            "longer time limit may find a placement"
+        )
     elapsed = time.perf_counter() - started
     record = GenerationRecord(0, peak, float(peak), 1, elapsed, cost if np.isfinite(cost) else None)
     return plan_placement(
