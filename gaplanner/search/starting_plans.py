@@ -24,6 +24,7 @@ import numpy as np
 
 from gaplanner.deadline import Deadline, no_deadline
 from gaplanner.plans.plan import Plan, make_plan
+from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
 from gaplanner.search.baselines import BASELINES, greedy_size_order
@@ -157,13 +158,13 @@ def _repair_best(problem: Problem, made: dict[str, Plan], deadline: Deadline) ->
     best = _best(made)
     if not repairable(problem):
         return False
-    plan = repaired(problem, best, deadline.keeping(decode_estimate(problem)).share(REPAIR_SHARE))
-    if plan.peak < best.peak:
-        made[REPAIRED] = plan
-    return plan.peak <= problem.lower_bound
-
-
-def repaired(problem: Problem, plan: Plan, deadline: Deadline | None = None) -> Plan:
-    """The verified plan of ``plan`` repaired window by window (never higher), within ``deadline``."""
+    # A repaired plan is verified (and a decode kept back for what follows): none is made without time.
+    window = deadline.keeping(decode_estimate(problem) + verify_seconds(problem)).share(REPAIR_SHARE)
+    if window.passed():
+        return False
     started = time.perf_counter()
-    return make_plan(problem, repair(problem, plan.offsets, deadline), REPAIRED, started)
+    offsets = repair(problem, best.offsets, window)
+    if int((offsets + problem.sizes).max(initial=0)) >= best.peak:  # not lower: nothing to verify
+        return False
+    made[REPAIRED] = make_plan(problem, offsets, REPAIRED, started)
+    return made[REPAIRED].peak <= problem.lower_bound

@@ -38,6 +38,14 @@ def problems_with_families(draw: st.DrawFn, max_blocks: int = 7):
     return problem_from_arrays(np.array(sizes), lower, upper, alignment=draw(st.sampled_from([1, 2])))
 
 
+def test_merging_costing_more_than_its_share_of_the_time_left_is_decided_first(monkeypatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("asked whether the exact search takes the problem")
+
+    monkeypatch.setattr(sys.modules["gaplanner.search.exact.shared_lifetimes"], "searchable", refuse)
+    assert merged_for_exact_search(_family_problem(), 1e-6) is None
+
+
 @SETTINGS
 @given(problems_with_families(), st.randoms(use_true_random=False))
 def test_every_merged_plan_is_a_plan_of_the_original_with_its_peak(problem, random) -> None:

@@ -9,12 +9,20 @@ import pytest
 from hypothesis import given
 
 import gaplanner
+import gaplanner.search.starting_plans as starting_plans_module
+from experiments.synthetic import synthetic_problem
 from gaplanner import GASettings, find_violation, load_problem, solve
+from gaplanner.deadline import Deadline
 from gaplanner.problem.bounds import max_load
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import baseline_plans
 from gaplanner.search.exact import ExactSettings
-from gaplanner.search.starting_plans import heaviest_instant_blocks, heaviest_instant_first, starting_plans
+from gaplanner.search.starting_plans import (
+    REPAIRED,
+    heaviest_instant_blocks,
+    heaviest_instant_first,
+    starting_plans,
+)
 from tests.strategies import SETTINGS, interval_problems
 
 # (start, end, size): every baseline leaves a gap at time 2 or 4 (peaks 10, 9, 9); the max load is 8.
@@ -48,6 +56,18 @@ def test_the_ga_returns_a_starting_plan_at_the_bound_without_a_generation() -> N
     assert plan.peak == 8 and plan.optimal
     assert plan.stop_reason == "lower bound reached; heaviest-instant-first's plan kept"
     assert plan.search is not None and plan.search.generations == 0
+
+
+def test_with_no_time_left_no_plan_is_repaired_or_verified(monkeypatch) -> None:
+    problem = synthetic_problem(2000, seed=0)  # every starting plan misses the bound (test_window_repair)
+    made = []
+    make_plan = starting_plans_module.make_plan
+    monkeypatch.setattr(
+        starting_plans_module, "make_plan", lambda *args, **kw: made.append(args[2]) or make_plan(*args, **kw)
+    )
+    plans = starting_plans(problem, Deadline(1.0, started=time.perf_counter() - 2.0))
+    assert list(plans) == ["best-fit-coalescing"] and made == []  # the cheapest alone, made by its maker
+    assert REPAIRED in starting_plans(problem) and made[-1] == REPAIRED  # without a deadline, repaired
 
 
 def _idle(self, deadline, on_event):

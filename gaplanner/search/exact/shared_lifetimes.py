@@ -110,9 +110,9 @@ MERGE_SHARE = 0.02
 def merged_for_exact_search(problem: Problem, seconds: float | None) -> Merged | None:
     """The merged problem, when the exact search takes it but not ``problem`` (see :func:`searchable`),
     and merging costs at most :data:`MERGE_SHARE` of the ``seconds`` left."""
-    if not problem.interval_conflicts or searchable(problem, seconds=seconds):
-        return None
     if seconds is not None and MERGE_SECONDS_PER_BLOCK * problem.n > MERGE_SHARE * seconds:
+        return None  # asked first: whether the exact search takes the problem costs seconds too
+    if not problem.interval_conflicts or searchable(problem, seconds=seconds):
         return None
     merged = merge_shared_lifetimes(problem)
     return merged if merged is not None and searchable(merged.problem, seconds=seconds) else None
