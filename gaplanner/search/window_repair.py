@@ -38,6 +38,7 @@ from gaplanner.deadline import Deadline, no_deadline
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem, interval_problem
 from gaplanner.search.decoder import decode
+from gaplanner.search.exact.pieces import fit_pieces
 
 #: Widenings of a window that did not improve: the ``k``-th widening adds ``(2**k - 1) / 2`` of the
 #: violator's lifetime on each side (0, a half, three halves, ...), until the window holds the whole run.
@@ -51,6 +52,14 @@ MAX_WORK = 16
 #: (four first-fit decodes out of time order, the window's conflicts built first).
 WINDOW_SECONDS_PER_PAIR = 1e-6
 WINDOW_SECONDS_PER_BLOCK = 3e-5
+#: A window that first-fit leaves above the bound is searched exactly, piece by piece
+#: (:func:`gaplanner.search.exact.pieces.fit_pieces`): placements per order tried on a piece, and
+#: placements in all (per block of the problem), counted in work so the plan does not depend on the load.
+#: Pieces of more blocks (obstacles included) are not searched: the compiled search's placements cost
+#: time in proportion to a piece's blocks, and a window that large would spend the repair's time.
+PIECE_PLACEMENTS = 20_000
+MAX_PLACEMENTS_PER_BLOCK = 40
+PIECE_MAX_BLOCKS = 2_000
 
 
 def repairable(problem: Problem) -> bool:
@@ -125,18 +134,18 @@ def _window_estimate(sub: Problem) -> float:
 
 
 def _replace(
-    problem: Problem, offsets: np.ndarray, target: int, a: int, b: int, deadline: Deadline
-) -> tuple[bool | None, int]:
+    problem: Problem, offsets: np.ndarray, target: int, a: int, b: int, deadline: Deadline, placements: int
+) -> tuple[bool | None, int, int]:
     """Place window ``[a, b)`` again (see the module) and say whether its highest block is lower now
     (``offsets`` updated; None: the deadline leaves no time for it), with the window's work (blocks and
-    pairs)."""
+    pairs) and the exact search's placements (at most ``placements``, where first-fit misses ``target``)."""
     blocks, a, b = _window(problem, offsets, target, a, b)
     free = int(((problem.lower[blocks] >= a) & (problem.upper[blocks] <= b)).sum())
     current = offsets[blocks]
     sub = _sub_problem(problem, offsets, blocks, free, a, b)
     work = sub.n + sub.conflicts.edge_count
     if not deadline.fits(_window_estimate(sub)):
-        return None, work
+        return None, work, 0
     before = int((current + sub.sizes).max())
     best, best_peak = current, before
     for order in window_orders(sub, free, target, current):
@@ -144,8 +153,16 @@ def _replace(
         peak = int((placed + sub.sizes).max())
         if peak < best_peak:
             best, best_peak = placed, peak
+    spent = 0
+    if best_peak > target and placements > 0:
+        fitted = fit_pieces(
+            sub, free, best, target, min(PIECE_PLACEMENTS, placements), deadline, PIECE_MAX_BLOCKS
+        )
+        spent = fitted.placements
+        if fitted.offsets is not None:
+            best, best_peak = fitted.offsets, int((fitted.offsets + sub.sizes).max())
     offsets[blocks] = best
-    return best_peak < before, work
+    return best_peak < before, work, spent
 
 
 def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = None) -> np.ndarray:
@@ -161,6 +178,7 @@ def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = No
     lower, upper = problem.lower, problem.upper
     run = (int(lower.min()), int(upper.max()))
     widening, work = 0, MAX_WORK * (problem.n + problem.conflicts.edge_count)
+    placements = MAX_PLACEMENTS_PER_BLOCK * problem.n
     for _ in range(MAX_WINDOWS):
         tops = offsets + sizes
         if tops.max() <= target or deadline.passed() or work <= 0:
@@ -168,8 +186,8 @@ def repair(problem: Problem, offsets: np.ndarray, deadline: Deadline | None = No
         v = int(np.argmax(tops))  # the highest violator (the first such)
         margin = int((2**widening - 1) / 2 * (upper[v] - lower[v]))
         a, b = int(lower[v]) - margin, int(upper[v]) + margin
-        improved, spent = _replace(problem, offsets, target, a, b, deadline)
-        work -= spent
+        improved, spent, searched = _replace(problem, offsets, target, a, b, deadline, placements)
+        work, placements = work - spent, placements - searched
         if improved is None:
             break
         if improved:
