@@ -141,19 +141,21 @@ def plan_json(data: dict[str, Any]) -> str:
 
 def _block_columns(blocks: list[Any]) -> list[list[Any]] | None:
     """Each block field's values as JSON text (or ``int``, whose ``%s`` is its JSON text), when every
-    block is a dict of the same fields, each an ``int`` or a ``str`` in every block (None: the generic
-    encoder writes them)."""
-    if not all(isinstance(b, dict) for b in blocks):
+    block is a dict of the same fields in the same order, each an ``int`` or a ``str`` in every block
+    (None: the generic encoder writes them). The checks map over the blocks in C: at a million blocks
+    a Python test per block costs seconds."""
+    if set(map(type, blocks)) != {dict}:
         return None
     keys = tuple(blocks[0])
-    if not keys or not all(isinstance(k, str) for k in keys) or not all(tuple(b) == keys for b in blocks):
+    if not keys or not all(isinstance(k, str) for k in keys) or set(map(tuple, blocks)) != {keys}:
         return None
     columns = []
     for key in keys:
         values = [b[key] for b in blocks]
-        if all(type(v) is int for v in values):
+        kinds = set(map(type, values))
+        if kinds == {int}:
             columns.append(values)
-        elif all(type(v) is str for v in values):
+        elif kinds == {str}:
             # Printable ASCII but quote and backslash: json.dumps would write them as they are.
             plain = re.fullmatch(r"[ !#-\[\]-~]*", "".join(values)) is not None
             columns.append([f'"{v}"' for v in values] if plain else [json.dumps(v) for v in values])

@@ -24,11 +24,14 @@ from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.decoder import Decoder
+from gaplanner.search.ga.budget import kept_reason
 from gaplanner.search.starting_plans import decode_estimate, first_plan
 
 #: One random order's decode takes up to this many times :func:`decode_estimate` (a first-fit decode
 #: in time order) on the large inputs under load: out of time order, it reads memory out of order.
 RANDOM_ORDER_FACTOR = 2.5
+#: Why random search ends before its first batch (the cheapest starting plan kept).
+NO_RANDOM_ORDER_FITS = "time limit: no random order fits the budget"
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def _first_plan_kept(
         first.offsets,
         "random-search",
         started,
-        stop_reason=f"time limit: no random order fits the budget; {first.algorithm}'s plan kept",
+        stop_reason=kept_reason(NO_RANDOM_ORDER_FITS, first.algorithm),
         trace=[record],
         search=SearchStats(generations=0, evaluations=1, seed=settings.seed),
         verified_by=first,

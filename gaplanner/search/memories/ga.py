@@ -98,7 +98,7 @@ def _spill_kept(problem: Problem, spill: Placements, settings: GASettings, start
             "longer time limit may find a placement"
         )
     elapsed = time.perf_counter() - started
-    record = GenerationRecord(0, peak, float(peak), 1, elapsed, cost if np.isfinite(cost) else None)
+    record = GenerationRecord(0, peak, float(peak), 1, elapsed, cost)
     return plan_placement(
         problem, spill.memory_of[0], spill.offsets[0], cost, "ga", started,
         stop_reason=kept_reason(NO_GENERATION_FITS, "spill-greedy"), trace=[record],
