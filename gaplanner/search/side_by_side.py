@@ -42,7 +42,7 @@ from gaplanner.problem.problem import Problem
 from gaplanner.search.exact import ExactSearch, SearchResult, event_record, searchable, usable_cores
 from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
-from gaplanner.search.ga.settings import most_scored_per_generation
+from gaplanner.search.pace import Pace
 from gaplanner.search.starting_plans import starting_plans
 from gaplanner.search.warm import warm_up as warm_up_kernels
 
@@ -51,10 +51,6 @@ AUTO_EXACT_SHARE = 0.5
 
 #: The shortest exact turn worth starting, in seconds.
 LEAST_EXACT_SECONDS = 0.05
-
-#: Side by side, the exact probes' placements per block the GA's decodes place in a generation: about
-#: as long as the generation, with the GA on one core (measured on MiniMalloc's inputs).
-EXACT_PLACEMENTS_PER_DECODED_BLOCK = 0.25
 
 
 class GARunner(Protocol):
@@ -215,21 +211,24 @@ def _in_turns(
 class _ExactBeside:
     """The exact probes on a thread of their own, in step with the GA (its :class:`Exchange`).
 
-    Each GA generation the probes get a quantum of placements (see
-    :func:`exact_quantum`), run while the GA runs the generation. Between two
-    generations the GA waits for the quantum to end (its stop check), then
-    they trade: the GA's best plan goes to the probes and theirs, if lower,
-    to the GA, and the next quantum starts. So both exchange plans at points
-    counted in work, never in seconds, and the same seed and generations give
-    the same plan whatever the machine's load, unless the time limit ends the
-    run first. The thread runs the probes' compiled search and nothing else (no
+    Each GA generation the probes get a quantum of placements, about as long
+    as the generation (:class:`gaplanner.search.pace.Pace`: so many per
+    evaluation the GA made since the last trade), run while the GA runs the
+    generation. Between two generations the GA waits for the quantum to end
+    (its stop check), then they trade: the GA's best plan goes to the probes
+    and theirs, if lower, to the GA, and the next quantum starts. So both
+    exchange plans at points counted in work, never in seconds, and the same
+    seed and generations give the same plan whatever the machine's load,
+    unless the time limit ends the run first. The thread runs the probes' compiled search and nothing else (no
     parallel kernels, none of the caller's hooks): the exact search's records
     wait in a queue until the GA's thread passes them on, and the plan is
     built there.
     """
 
-    def __init__(self, problem: Problem, search: ExactSearch, deadline: float, quantum: int) -> None:
-        self.problem, self.search, self.quantum = problem, search, quantum
+    def __init__(self, problem: Problem, search: ExactSearch, deadline: float, pace: Pace) -> None:
+        self.problem, self.search, self.pace = problem, search, pace
+        self.quantum = pace.first_quantum  # placements of the quantum under way
+        self._evaluations = 0  # the GA's at the last trade
         self.done = threading.Event()  # the exact search ended, or the caller asked both to stop
         self.records: queue.SimpleQueue[GenerationRecord] = queue.SimpleQueue()
         self.result: SearchResult | None = None
@@ -273,9 +272,12 @@ class _ExactBeside:
         self._idle.wait()
         return self.done.is_set()
 
-    def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
-        """Between two quanta: take the GA's plan, give back the probes' if lower, start the next quantum."""
+    def trade(self, offsets: np.ndarray, evaluations: int) -> Sequence[np.ndarray]:
+        """Between two quanta: take the GA's plan, give back the probes' if lower, start the next quantum,
+        as long as the GA's evaluations since the last trade (``evaluations``: its so far) took."""
         self._idle.wait()
+        self.quantum = self.pace.quantum(evaluations - self._evaluations)
+        self._evaluations = evaluations
         peak = int((offsets + self.problem.sizes).max())
         if peak < self._given:
             self._given = peak
@@ -323,14 +325,6 @@ class _ExactBeside:
         return self.search.plan(self.result, seed)
 
 
-def exact_quantum(problem: Problem, settings: GASettings) -> int:
-    """Placements the exact probes get per GA generation: about what the GA's generation does on one
-    core (:data:`EXACT_PLACEMENTS_PER_DECODED_BLOCK` per block its decodes place), from the settings
-    and the problem's size alone."""
-    placed = settings.islands * most_scored_per_generation(settings) * problem.n
-    return max(1, round(EXACT_PLACEMENTS_PER_DECODED_BLOCK * placed))
-
-
 class _StopRequests:
     """The caller's stop check, remembering whether it ever said stop."""
 
@@ -351,14 +345,14 @@ def _side_by_side(
     to verify both their plans (the GA keeps back one more, its own)."""
     verifying = verify_seconds(problem)
     end = deadline.keeping(2 * verifying).end
-    exact = _ExactBeside(problem, search, end, exact_quantum(problem, settings))
+    exact = _ExactBeside(problem, search, end, Pace.of(problem, search, settings))
 
     class Trading:
         """The GA's side of the exchange: it also passes the exact search's records on as it trades."""
 
-        def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
+        def trade(self, offsets: np.ndarray, evaluations: int) -> Sequence[np.ndarray]:
             exact.pass_on(trace)
-            return exact.trade(offsets)
+            return exact.trade(offsets, evaluations)
 
     def stop() -> bool:
         if requests():

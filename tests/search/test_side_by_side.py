@@ -79,7 +79,8 @@ class _Giving:
     def __init__(self, plan) -> None:
         self.plan, self.given = plan, []
 
-    def trade(self, offsets):
+    def trade(self, offsets, evaluations):
+        assert evaluations > 0  # the islands' first populations at least
         self.given.append(offsets.copy())
         return (self.plan,) if len(self.given) == 1 else ()
 

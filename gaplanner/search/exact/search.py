@@ -124,7 +124,8 @@ class ExactSearch:
     as a plan (:meth:`run_for`); offer it plans found elsewhere (:meth:`offer`
     between runs, :meth:`post` from another thread); read its best plan
     (:meth:`best_offsets`), the bound it proved (:attr:`lower_bound`), the
-    placements tried (:attr:`nodes`) and the plan of a run's result (:meth:`plan`).
+    placements tried (:attr:`nodes`), the sizes of its parts (:meth:`part_sizes`) and the plan of a run's
+    result (:meth:`plan`).
     """
 
     def __init__(self, problem: Problem, parts: PartsSearch) -> None:
@@ -156,6 +157,10 @@ class ExactSearch:
     def nodes(self) -> int:
         """The placements tried so far."""
         return self.parts.nodes
+
+    def part_sizes(self) -> list[int]:
+        """The blocks of each part the probes search (blocks of parts too large to search are kept)."""
+        return [len(state.part.sizes) for state in self.parts.states]
 
     def note(self, on_event: OnEvent | None) -> None:
         """Report the search's state now (its best peak and bound) as an event."""

@@ -35,8 +35,9 @@ ProgressCallback = Callable[[GenerationRecord], None]
 class Exchange(Protocol):
     """Another search running beside the GA, trading best plans with it once a generation."""
 
-    def trade(self, offsets: np.ndarray) -> Sequence[np.ndarray]:
-        """Take the GA's best plan (offsets per block); give back plans found since the last trade."""
+    def trade(self, offsets: np.ndarray, evaluations: int) -> Sequence[np.ndarray]:
+        """Take the GA's best plan (offsets per block) and its evaluations so far (the work it has done);
+        give back plans found since the last trade."""
         ...
 
 
@@ -150,7 +151,8 @@ def _best_offsets(islands: list[Island]) -> np.ndarray:
 
 def _trade(problem: Problem, islands: list[Island], exchange: Exchange) -> None:
     """Give ``exchange`` the best plan; its plans in return join the islands in turn, as orders by address."""
-    for k, offsets in enumerate(exchange.trade(_best_offsets(islands))):
+    evaluations = sum(island.fitness.evaluations for island in islands)
+    for k, offsets in enumerate(exchange.trade(_best_offsets(islands), evaluations)):
         islands[k % len(islands)].immigrate(address_order(problem, offsets)[None])
 
 
