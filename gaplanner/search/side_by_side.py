@@ -219,10 +219,10 @@ class _ExactBeside:
     and theirs, if lower, to the GA, and the next quantum starts. So both
     exchange plans at points counted in work, never in seconds, and the same
     seed and generations give the same plan whatever the machine's load,
-    unless the time limit ends the run first. The thread runs the probes' compiled search and nothing else (no
-    parallel kernels, none of the caller's hooks): the exact search's records
-    wait in a queue until the GA's thread passes them on, and the plan is
-    built there.
+    unless the time limit ends the run first. The thread runs the probes'
+    compiled search and nothing else (no parallel kernels, none of the
+    caller's hooks): the exact search's records wait in a queue until the
+    GA's thread passes them on, and the plan is built there.
     """
 
     def __init__(self, problem: Problem, search: ExactSearch, deadline: float, pace: Pace) -> None:
