@@ -20,8 +20,10 @@ model counts both in their own unit of work:
   lifetimes make both dearer alike (more neighbours to sweep past, more
   sections per block), so the ratio stays within a small band from 150 to
   tens of thousands of blocks (:data:`PLACEMENTS_PER_EVALUATION`). Blocks the
-  probes do not search (parts of their own, or kept) cost the GA and not the
-  probes: the ratio grows with the blocks over the mean searched part.
+  probes do not search (other parts, parts at their bound, kept blocks) cost
+  the GA and not the probes: the ratio grows with the blocks over the parts'
+  mean size, each part weighed by its size (the probes' placements go on
+  longest in the largest parts; a part of a few blocks is done at once).
 * **On a conflict graph** (multi-core lifetimes) the decoder's gather reads a
   block's every conflict, and its first-fit sweeps once more for each placed
   neighbour it jumps past, while the exact search's cliques there are grown
@@ -50,9 +52,10 @@ GRAPH_DEGREE = 450.0
 
 
 def placements_per_evaluation(problem: Problem, part_sizes: list[int]) -> float:
-    """Placements about as long as one GA evaluation of ``problem``, whose searched parts have
-    ``part_sizes`` blocks (see the module's text)."""
-    mean_part = float(np.mean(part_sizes)) if part_sizes else float(problem.n)
+    """Placements about as long as one GA evaluation of ``problem``, whose parts the probes search
+    have ``part_sizes`` blocks (see the module's text)."""
+    sizes = np.asarray(part_sizes or [problem.n], np.float64)
+    mean_part = float((sizes**2).sum() / sizes.sum())
     ratio = PLACEMENTS_PER_EVALUATION * problem.n / max(1.0, mean_part)
     if not problem.interval_conflicts:
         degree = float(problem.conflicts.degrees().mean()) if problem.n else 0.0

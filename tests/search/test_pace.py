@@ -34,6 +34,18 @@ def test_the_ratio_grows_with_the_blocks_over_the_searched_parts() -> None:
     search = ExactSearch.start(problem, time.perf_counter(), None)
     assert search.part_sizes() == [20, 20, 20]
     assert placements_per_evaluation(problem, search.part_sizes()) == 3 * PLACEMENTS_PER_EVALUATION
+    # The parts weigh by their size: a part of a few blocks beside a large one barely counts.
+    large_and_small = placements_per_evaluation(problem, [56, 4])
+    assert PLACEMENTS_PER_EVALUATION < large_and_small < 1.2 * PLACEMENTS_PER_EVALUATION
+
+
+def test_parts_at_their_bound_are_not_searched() -> None:
+    problem = problem_from_arrays(*_nested(2))
+    search = ExactSearch.start(problem, time.perf_counter(), None)
+    assert search.part_sizes() == [20, 20]
+    state = search.parts.states[0]
+    state.hi = state.lo  # as when a plan at the part's bound was found
+    assert search.part_sizes() == [20]
 
 
 def test_on_a_conflict_graph_the_ratio_grows_with_the_degree() -> None:

@@ -159,8 +159,9 @@ class ExactSearch:
         return self.parts.nodes
 
     def part_sizes(self) -> list[int]:
-        """The blocks of each part the probes search (blocks of parts too large to search are kept)."""
-        return [len(state.part.sizes) for state in self.parts.states]
+        """The blocks of each part the probes still search: those whose best plan lies above their bound
+        (blocks of parts too large to search are kept)."""
+        return [len(state.part.sizes) for state in self.parts.states if state.hi > state.lo]
 
     def note(self, on_event: OnEvent | None) -> None:
         """Report the search's state now (its best peak and bound) as an event."""
