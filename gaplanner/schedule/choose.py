@@ -29,6 +29,7 @@ from gaplanner.schedule.kernels import warm_up
 from gaplanner.schedule.memory import LoadModel, build_blocks
 from gaplanner.schedule.orders import STARTING_ORDERS
 from gaplanner.schedule.search import OrderSearch, SearchState
+from gaplanner.schedule.tighten import tighten
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,10 @@ def given_order(document: Document, dag: Dag) -> np.ndarray:
     return np.array([index[i] for i in analyse_graph(document).operator_ids], np.int64)
 
 
+#: Of the order search's time limit, what is kept for tightening the chosen order's lifetimes
+#: (:mod:`gaplanner.schedule.tighten`), which ends sooner when a pass moves nothing.
+TIGHTEN_SHARE = 0.1
+
 #: Of a run's time limit, the most the order search may take; the layout search gets what is left
 #: after it (all the rest when the order search ends early).
 SCHEDULE_SHARE = 0.5
@@ -154,9 +159,12 @@ def search_schedule(
     state = SearchState(order=starts[best].copy(), peak=baselines[best])
     search = OrderSearch(dag, model, settings.population, settings.seed)
     deadline = began + settings.time_limit  # the cut bound's seconds come out of it, and a margin
-    search_end = deadline - settings.cut_seconds - 0.02 * settings.time_limit
+    tighten_end = deadline - settings.cut_seconds - 0.02 * settings.time_limit
+    search_end = tighten_end - TIGHTEN_SHARE * settings.time_limit
     search.run(list(starts.values()), bound, settings.evaluations, search_end, state)
     chosen_from = "search" if state.peak < baselines[best] else best
+    state.order = tighten(state.order, dag, model, tighten_end)
+    state.peak = min(state.peak, model.peak(state.order))
     origin = _origin(parts, live.bound)
     if state.peak > bound and settings.cut_seconds > 0:  # where the chosen order is heaviest first
         heaviest = np.argsort(-model.profile(state.order)[:-1], kind="stable")
