@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaplanner import load_problem
+from gaplanner import find_violation, load_problem
 from gaplanner.errors import InputError
+from gaplanner.problem.loading import problem_from_json
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import BASELINES
 from gaplanner.search.ga import (
@@ -23,6 +24,7 @@ from gaplanner.search.ga import (
     most_scored_per_generation,
     run_ga,
 )
+from service.testing import unreachable_bound_document
 from tests.oracles import brute_force_peaks
 
 QUICK = GASettings(population=16, generations=40, time_limit=None, stall_generations=None)
@@ -105,8 +107,8 @@ def test_trace_is_a_convergence_curve() -> None:
 
 
 def test_stop_request_ends_the_search_with_a_verified_plan() -> None:
-    problem = random_problem(29, 100)
-    assert min(baseline(problem).peak for baseline in BASELINES.values()) > problem.lower_bound
+    # No plan reaches this bound (blocks smaller than their alignment), so only the request ends it.
+    problem = problem_from_json(unreachable_bound_document(100, seed=29))
     calls = {"n": 0}
 
     def stop() -> bool:
@@ -114,8 +116,9 @@ def test_stop_request_ends_the_search_with_a_verified_plan() -> None:
         return calls["n"] > 3
 
     plan = run_ga(problem, GASettings(generations=10_000, time_limit=None), should_stop=stop)
-    assert plan.stop_reason in ("stopped by request", "lower bound reached")
+    assert plan.stop_reason == "stopped by request"
     assert plan.search.generations <= 3
+    assert find_violation(problem, plan.offsets, plan.peak) is None
     immediate = run_ga(problem, GASettings(generations=10_000, time_limit=None), should_stop=lambda: True)
     assert immediate.stop_reason == "stopped by request"
     assert immediate.search.generations == 0
