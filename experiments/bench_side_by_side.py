@@ -44,7 +44,7 @@ from gaplanner.search.exact import ExactSearch
 from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga.loop import run_ga
 from gaplanner.search.ga.settings import most_scored_per_generation
-from gaplanner.search.pace import Pace, placements_per_evaluation
+from gaplanner.search.pace import QUANTUM_GENERATIONS, Pace, placements_per_evaluation
 
 #: Main's quantum before the model: placements per block the settings' generation decodes.
 CONSTANT_PLACEMENTS_PER_DECODED_BLOCK = 0.25
@@ -184,8 +184,8 @@ QUALITY_HEADER = ["instance", "blocks", "best known", "before: median", "before:
 NOTES = """\
 *Before*: main's quantum, a quarter of a placement per block the settings' generation decodes
 ({islands} islands × {scored} individuals × blocks), the same every generation. *After*: the
-model's (`gaplanner/search/pace.py`), so many placements per evaluation the GA made since the
-last trade. Both at this code, where a round of the probes' turns that a quantum cuts short goes
+model's (`gaplanner/search/pace.py`), {lead:g} × the model's placements per evaluation the GA
+made since the last trade (a quantum a little longer than a generation). Both at this code, where a round of the probes' turns that a quantum cuts short goes
 on at the next quantum. The default search on 2 cores: the GA on the caller's thread (numba on
 one thread), the probes on one of their own; {seconds:g} s, `stall_generations=None`, seed 0.
 The probes' CPU seconds are the process's less the GA's thread's. A run a starting plan or the
@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = GASettings()
     notes = NOTES.format(
         islands=settings.islands, scored=most_scored_per_generation(settings), seconds=args.seconds,
+        lead=QUANTUM_GENERATIONS,
         cost_seconds=args.cost_seconds, cost=markdown_table(COST_HEADER, cost_rows),
         quality_seconds=args.quality_seconds, seeds=args.seeds, before=means["before"], after=means["after"],
         quality=markdown_table(QUALITY_HEADER, quality_rows),

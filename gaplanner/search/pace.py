@@ -30,6 +30,10 @@ model counts both in their own unit of work:
   greedily and few per block: an evaluation grows about with the square of
   the mean degree where a placement does not (:data:`GRAPH_DEGREE`).
 
+A quantum aims a little past the generation (:data:`QUANTUM_GENERATIONS`):
+the model is a band, not a point, and of the two threads the probes should
+rarely be the one that waits. Most of the default search's gains on hard
+instances are theirs; the GA then waits for a part of a generation at most.
 Trading every K generations instead would only make the waits rarer, not
 shorter; quanta of the right size make them short.
 """
@@ -49,6 +53,8 @@ from gaplanner.search.ga.settings import GASettings
 PLACEMENTS_PER_EVALUATION = 10.0
 #: On a conflict graph, the mean degree at which an evaluation costs twice as many placements.
 GRAPH_DEGREE = 450.0
+#: A quantum's length in the GA's generations, as the model reckons them (see the module's text).
+QUANTUM_GENERATIONS = 1.5
 
 
 def placements_per_evaluation(problem: Problem, part_sizes: list[int]) -> float:
@@ -66,7 +72,8 @@ def placements_per_evaluation(problem: Problem, part_sizes: list[int]) -> float:
 @dataclass(frozen=True)
 class Pace:
     """The exact probes' quanta beside the GA: ``per_evaluation`` placements for each evaluation the GA
-    made since the last trade; ``first_quantum``, while the GA scores its first populations."""
+    made since the last trade (:data:`QUANTUM_GENERATIONS` times the model's); ``first_quantum``, while
+    the GA scores its first populations."""
 
     per_evaluation: float
     first_quantum: int
@@ -74,7 +81,7 @@ class Pace:
     @classmethod
     def of(cls, problem: Problem, search: ExactSearch, settings: GASettings) -> Pace:
         """The pace for ``search`` beside a GA with ``settings`` (its first populations: one per island)."""
-        per = placements_per_evaluation(problem, search.part_sizes())
+        per = QUANTUM_GENERATIONS * placements_per_evaluation(problem, search.part_sizes())
         return cls(per, max(1, round(per * settings.islands * settings.population)))
 
     def quantum(self, evaluations: int) -> int:

@@ -10,7 +10,12 @@ from gaplanner import load_problem
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.exact import ExactSearch
 from gaplanner.search.ga import GASettings
-from gaplanner.search.pace import PLACEMENTS_PER_EVALUATION, Pace, placements_per_evaluation
+from gaplanner.search.pace import (
+    PLACEMENTS_PER_EVALUATION,
+    QUANTUM_GENERATIONS,
+    Pace,
+    placements_per_evaluation,
+)
 
 
 def _nested(copies: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -61,10 +66,7 @@ def test_quanta_follow_the_ga_s_evaluations_and_the_first_its_first_populations(
     search = ExactSearch.start(problem, time.perf_counter(), None)
     small = Pace.of(problem, search, GASettings(islands=1, population=8))
     large = Pace.of(problem, search, GASettings(islands=4, population=48))
-    assert small.first_quantum == round(PLACEMENTS_PER_EVALUATION * 8)
-    assert large.first_quantum == 24 * small.first_quantum
-    assert [large.quantum(k) for k in (0, 1, 100)] == [
-        1,
-        round(PLACEMENTS_PER_EVALUATION),
-        100 * round(PLACEMENTS_PER_EVALUATION),
-    ]
+    per = QUANTUM_GENERATIONS * PLACEMENTS_PER_EVALUATION
+    assert QUANTUM_GENERATIONS >= 1  # the probes wait less than the GA
+    assert small.first_quantum == round(per * 8) and large.first_quantum == round(per * 4 * 48)
+    assert [large.quantum(k) for k in (0, 1, 100)] == [1, round(per), round(100 * per)]
