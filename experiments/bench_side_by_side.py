@@ -185,11 +185,12 @@ NOTES = """\
 *Before*: main's quantum, a quarter of a placement per block the settings' generation decodes
 ({islands} islands × {scored} individuals × blocks), the same every generation. *After*: the
 model's (`gaplanner/search/pace.py`), {lead:g} × the model's placements per evaluation the GA
-made since the last trade (a quantum a little longer than a generation). Both at this code, where a round of the probes' turns that a quantum cuts short goes
-on at the next quantum. The default search on 2 cores: the GA on the caller's thread (numba on
-one thread), the probes on one of their own; {seconds:g} s, `stall_generations=None`, seed 0.
-The probes' CPU seconds are the process's less the GA's thread's. A run a starting plan or the
-probes close early ends with `optimal`.
+made since the last trade (a quantum a little longer than a generation). Both at this code,
+where a round of the probes' turns that a quantum cuts short goes on at the next quantum. The
+default search on 2 cores: the GA on the caller's thread (numba on one thread), the probes on
+one of their own; {seconds:g} s, `stall_generations=None`, seed 0. The probes' CPU seconds are
+the process's less the GA's thread's. A run a starting plan or the probes close early ends with
+`optimal`.
 
 Costs, each search alone on one thread, {cost_seconds:g} s of CPU or until the probes close
 (*closed*: then few placements, and the probes' set-up weighs in), from the better of first-fit's
