@@ -28,6 +28,32 @@ WORKSPACE_SUFFIX = "#workspace"
 
 
 @dataclass(frozen=True)
+class Cores:
+    """Where each operator of a multi-core graph runs, and what surely runs after it, per core.
+
+    A core runs its operators in program order, so the operators of a core that
+    surely run after a given one are a suffix of that core's program:
+    ``first_after`` keeps where it starts, in memory O(operators x cores).
+    """
+
+    core: np.ndarray  # int64 per position: its operator's core, numbered 0..cores-1
+    step: np.ndarray  # int64 per position: its operator's index in its core's program
+    #: (positions, cores) int64: the first step of each core whose operator runs strictly after the one at
+    #: the position (the core's length where none does)
+    first_after: np.ndarray
+    by_core: np.ndarray  # int64: the positions by core, then step
+    core_ptr: np.ndarray  # int64 (cores + 1): where each core's positions start in ``by_core``
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.core_ptr)
+
+    def position(self, core: int, steps: np.ndarray) -> np.ndarray:
+        """The positions of ``core``'s operators at ``steps``."""
+        return self.by_core[self.core_ptr[core] + steps]
+
+
+@dataclass(frozen=True)
 class GraphTensors:
     """Every tensor of a graph (workspaces included), on the time axis of a linear extension.
 
@@ -45,9 +71,8 @@ class GraphTensors:
     view_of: np.ndarray  # int64 index of the tensor it is a view of, -1 if none
     #: (output, candidate inputs, position): the output may be written over one of the inputs there
     inplace: tuple[tuple[int, tuple[int, ...], int], ...]
-    #: ``descendants[p]`` bit q: the operator at position q runs strictly after the one at p.
-    #: None when the order is total (one core).
-    descendants: np.ndarray | None
+    #: what surely runs after each operator, per core; None when the order is total (one core)
+    cores: Cores | None
     operator_ids: tuple[str, ...]  # in linear-extension order
     #: the compute units touching each tensor, for a document with ``devices``; None otherwise
     devices: TensorDevices | None = None
@@ -60,9 +85,9 @@ class GraphTensors:
         """Whether the operator at position ``p`` surely finishes before the one at ``q`` starts."""
         if p == self.n_ops:
             return False
-        if q == self.n_ops or self.descendants is None:
+        if q == self.n_ops or self.cores is None:
             return p < q
-        return bool((int(self.descendants[p, q >> 6]) >> (q & 63)) & 1)
+        return bool(self.cores.step[q] >= self.cores.first_after[p, self.cores.core[q]])
 
 
 def _index_tensors(doc: Document) -> dict[str, int]:
@@ -247,27 +272,30 @@ def _cycle(stuck: list[int], succ: list[set[int]]) -> list[int]:
     return loop[start:] + loop[:start]
 
 
-def _strict_descendants(order: list[int], succ: list[set[int]], position: np.ndarray) -> np.ndarray:
-    """Bitset (by position) of the operators reachable from each operator (by position)."""
-    n = len(order)
-    words = (n + 63) // 64
-    bits = np.zeros((n, words), np.uint64)
-    one = np.uint64(1)
-    for p in range(n - 1, -1, -1):
-        row = bits[p]
+def _cores(doc: Document, order: list[int], succ: list[set[int]], position: np.ndarray) -> Cores:
+    """Each position's core and step, and per core the first step surely after it (see :class:`Cores`).
+
+    Walked from the last position back: what surely runs after an operator is
+    each successor and what surely runs after it.
+    """
+    ops = doc.operators or []
+    core = np.unique(np.array([ops[k].core for k in order], np.int64), return_inverse=True)[1].astype(
+        np.int64
+    )
+    lengths = np.bincount(core)
+    core_ptr = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=core_ptr[1:])
+    by_core = np.lexsort((np.arange(len(core)), core)).astype(np.int64)
+    step = np.empty(len(core), np.int64)
+    step[by_core] = np.arange(len(core)) - core_ptr[core[by_core]]
+    first = np.tile(lengths.astype(np.int64), (len(order), 1))
+    for p in range(len(order) - 1, -1, -1):
+        row = first[p]
         for v in succ[order[p]]:
             q = position[v]
-            row |= bits[q]
-            row[q >> 6] |= one << np.uint64(q & 63)
-    return bits
-
-
-def _last_position_not_set(bits: np.ndarray, n_positions: int) -> np.ndarray:
-    """Per row, the highest position < n_positions whose bit is clear (-1 if none)."""
-    flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, :n_positions]
-    clear = flags == 0
-    last = n_positions - 1 - np.argmax(clear[:, ::-1], axis=1)
-    return np.where(clear.any(axis=1), last, -1)
+            np.minimum(row, first[q], out=row)
+            row[core[q]] = min(row[core[q]], step[q])
+    return Cores(core, step, first, by_core, core_ptr)
 
 
 def _model_outputs(
@@ -394,28 +422,37 @@ def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
         accesses=accesses,
         view_of=view_of,
         inplace=tuple(inplace),
-        descendants=_strict_descendants(order, succ, position) if multi_core else None,
+        cores=_cores(doc, order, succ, position) if multi_core else None,
         operator_ids=tuple((doc.operators or [])[k].id for k in order),
         devices=devices,
     )
 
 
 def after_all(tensors: GraphTensors, positions: np.ndarray) -> np.ndarray:
-    """Bitset of the operators surely after every one at ``positions`` (none after the end)."""
-    assert tensors.descendants is not None
+    """Per core, the first step whose operator surely runs after every one at ``positions`` (sorted):
+    0 for none, the core's length when ``positions`` end at the model's end (nothing is after it)."""
+    cores = tensors.cores
+    assert cores is not None
     if len(positions) and positions[-1] == tensors.n_ops:
-        return np.zeros(tensors.descendants.shape[1], np.uint64)
-    return np.bitwise_and.reduce(tensors.descendants[positions], axis=0)
+        return cores.lengths.astype(np.int64)
+    if not len(positions):
+        return np.zeros(len(cores.lengths), np.int64)
+    return cores.first_after[positions].max(axis=0)
 
 
-def reuse_times(after_readers: np.ndarray, upper: np.ndarray, n_ops: int) -> np.ndarray:
+def reuse_times(release: np.ndarray, upper: np.ndarray, cores: Cores) -> np.ndarray:
     """Per block, the time from which every block written later may reuse its space.
 
     With a total order that is the end of its lifetime. In a partial order it is
     one past the last position holding an operator that is *not* surely after
-    all of the block's accesses: so two conflicting blocks always overlap on
-    ``[lower, reuse_time)``, and a time walk over these intervals (best-fit with
-    coalescing) only reuses space that is really free.
+    all of the block's accesses (``release``: per block, :func:`after_all`): so
+    two conflicting blocks always overlap on ``[lower, reuse_time)``, and a time
+    walk over these intervals (best-fit with coalescing) only reuses space that
+    is really free.
     """
-    last = _last_position_not_set(after_readers, n_ops)
+    last = np.full(len(release), -1, np.int64)
+    for c in range(release.shape[1]):
+        before = release[:, c] > 0
+        at = cores.position(c, np.maximum(release[:, c] - 1, 0))
+        last = np.maximum(last, np.where(before, at, -1))
     return np.maximum(last + 1, upper)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from gaplanner.documents.lifetimes import Cores
 from gaplanner.problem.conflicts import ConflictGraph
 
 #: A component no release reaches: a graph block's acquire on the cores its writer is not on.
@@ -69,47 +70,18 @@ class HappensBefore:
         return len(self.acquire)
 
 
-@nb.njit(cache=True)
-def _suffix_starts(after_readers, core_ptr, core_positions):
-    """Per block and core, the first step of the core whose operator is surely after every access."""
-    n, cores = len(after_readers), len(core_ptr) - 1
-    release = np.empty((n, cores), np.int64)
-    for a in range(n):
-        for c in range(cores):
-            lo, hi = core_ptr[c], core_ptr[c + 1]
-            first = lo
-            while lo < hi:  # the set bits of a core's steps are a suffix: the first one, by bisection
-                mid = (lo + hi) // 2
-                q = core_positions[mid]
-                if (after_readers[a, q >> 6] >> np.uint64(q & 63)) & np.uint64(1):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            release[a, c] = lo - first
-    return release
-
-
-def graph_happens_before(after_readers: np.ndarray, writer: np.ndarray, core: np.ndarray) -> HappensBefore:
+def graph_happens_before(release: np.ndarray, writer: np.ndarray, cores: Cores) -> HappensBefore:
     """The vectors of a multi-core graph's blocks (see the module doc).
 
-    ``after_readers``: per block, the bitset of positions surely after all its
-    accesses; ``writer``: per block, its writer's position (-1: a graph input);
-    ``core``: per position, the core of its operator.
+    ``release``: per block and core, the first step surely after all its
+    accesses; ``writer``: per block, its writer's position (-1: a graph input).
     """
-    core = np.asarray(core, np.int64)
-    cores = int(core.max(initial=0)) + 1
-    by_core = np.lexsort((np.arange(len(core)), core))
-    core_ptr = np.zeros(cores + 1, np.int64)
-    np.cumsum(np.bincount(core, minlength=cores), out=core_ptr[1:])
-    step = np.empty(len(core), np.int64)
-    step[by_core] = np.arange(len(core)) - core_ptr[core[by_core]]
-    release = _suffix_starts(np.ascontiguousarray(after_readers), core_ptr, by_core.astype(np.int64))
     writer = np.asarray(writer, np.int64)
     acquire = np.full(release.shape, FAR, np.int64)
     written = np.flatnonzero(writer >= 0)
-    acquire[written, core[writer[written]]] = step[writer[written]]
+    acquire[written, cores.core[writer[written]]] = cores.step[writer[written]]
     acquire[writer < 0] = -1
-    return HappensBefore(acquire, release)
+    return HappensBefore(acquire, np.ascontiguousarray(release, np.int64))
 
 
 @nb.njit(cache=True)

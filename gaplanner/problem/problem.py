@@ -243,13 +243,13 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
     }
     ids = tuple(tensors.ids[r] for r in storage.roots)
     lower, upper = storage.lower, storage.upper
-    if tensors.descendants is None:
+    if tensors.cores is None:
         problem = interval_problem(
             name, ids, storage.sizes, storage.alignments, lower, upper, storage.pinned, **graph
         )
         return _bound_over_inplace_choices(problem, tensors, rules)
-    after_readers = _after_accesses(tensors, storage)
-    happens_before = graph_happens_before(after_readers, storage.writer, _core_of_positions(doc, tensors))
+    release = _releases(tensors, storage)
+    happens_before = graph_happens_before(release, storage.writer, tensors.cores)
     conflicts = OrderConflicts(happens_before)
     bound = (
         greedy_clique_bound(lower, upper, storage.sizes, conflicts.indptr, conflicts.indices)
@@ -263,7 +263,7 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
         alignments=storage.alignments,
         lower=lower,
         upper=upper,
-        reuse_at=reuse_times(after_readers, upper, tensors.n_ops),
+        reuse_at=reuse_times(release, upper, tensors.cores),
         conflicts=conflicts,
         interval_conflicts=False,
         lower_bound=max(bound, _pinned_top(storage.sizes, storage.pinned)),
@@ -272,13 +272,6 @@ def _from_graph(doc: Document, name: str, rules: Rules) -> Problem:
         **graph,  # type: ignore[arg-type]
     )
     return _bound_over_inplace_choices(problem, tensors, rules)
-
-
-def _core_of_positions(doc: Document, tensors: GraphTensors) -> np.ndarray:
-    """Per position of the linear extension, its operator's core, numbered ``0..cores-1``."""
-    core_of = {op.id: op.core for op in doc.operators or []}
-    cores = np.array([core_of[k] for k in tensors.operator_ids], np.int64)
-    return np.unique(cores, return_inverse=True)[1].astype(np.int64)
 
 
 def _bound_over_inplace_choices(problem: Problem, tensors: GraphTensors, rules: Rules) -> Problem:
@@ -293,13 +286,11 @@ def _bound_over_inplace_choices(problem: Problem, tensors: GraphTensors, rules: 
     return replace(problem, lower_bound=min(problem.lower_bound, bound))
 
 
-def _after_accesses(tensors: GraphTensors, storage: Storage) -> np.ndarray:
-    """Per block, the bitset of operators surely after every access of it."""
-    assert tensors.descendants is not None
-    rows = np.empty((len(storage.roots), tensors.descendants.shape[1]), np.uint64)
-    for b, positions in enumerate(storage.accesses):
-        rows[b] = after_all(tensors, positions)
-    return rows
+def _releases(tensors: GraphTensors, storage: Storage) -> np.ndarray:
+    """Per block and core, the first step surely after every access of the block."""
+    return np.array([after_all(tensors, positions) for positions in storage.accesses], np.int64).reshape(
+        len(storage.roots), -1
+    )
 
 
 def build_problem(doc: Document, name: str | None = None, rules: Rules | None = None) -> Problem:
