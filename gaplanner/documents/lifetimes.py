@@ -19,38 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner.documents.cores import Cores, cores_of
 from gaplanner.documents.devices import TensorDevices, check_devices, tensor_devices
 from gaplanner.documents.schema import Document
 from gaplanner.errors import InputError
 
 #: Suffix of the id of an operator's workspace block (``conv1#workspace``).
 WORKSPACE_SUFFIX = "#workspace"
-
-
-@dataclass(frozen=True)
-class Cores:
-    """Where each operator of a multi-core graph runs, and what surely runs after it, per core.
-
-    A core runs its operators in program order, so the operators of a core that
-    surely run after a given one are a suffix of that core's program:
-    ``first_after`` keeps where it starts, in memory O(operators x cores).
-    """
-
-    core: np.ndarray  # int64 per position: its operator's core, numbered 0..cores-1
-    step: np.ndarray  # int64 per position: its operator's index in its core's program
-    #: (positions, cores) int64: the first step of each core whose operator runs strictly after the one at
-    #: the position (the core's length where none does)
-    first_after: np.ndarray
-    by_core: np.ndarray  # int64: the positions by core, then step
-    core_ptr: np.ndarray  # int64 (cores + 1): where each core's positions start in ``by_core``
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.core_ptr)
-
-    def position(self, core: int, steps: np.ndarray) -> np.ndarray:
-        """The positions of ``core``'s operators at ``steps``."""
-        return self.by_core[self.core_ptr[core] + steps]
 
 
 @dataclass(frozen=True)
@@ -272,32 +247,6 @@ def _cycle(stuck: list[int], succ: list[set[int]]) -> list[int]:
     return loop[start:] + loop[:start]
 
 
-def _cores(doc: Document, order: list[int], succ: list[set[int]], position: np.ndarray) -> Cores:
-    """Each position's core and step, and per core the first step surely after it (see :class:`Cores`).
-
-    Walked from the last position back: what surely runs after an operator is
-    each successor and what surely runs after it.
-    """
-    ops = doc.operators or []
-    core = np.unique(np.array([ops[k].core for k in order], np.int64), return_inverse=True)[1].astype(
-        np.int64
-    )
-    lengths = np.bincount(core)
-    core_ptr = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=core_ptr[1:])
-    by_core = np.lexsort((np.arange(len(core)), core)).astype(np.int64)
-    step = np.empty(len(core), np.int64)
-    step[by_core] = np.arange(len(core)) - core_ptr[core[by_core]]
-    first = np.tile(lengths.astype(np.int64), (len(order), 1))
-    for p in range(len(order) - 1, -1, -1):
-        row = first[p]
-        for v in succ[order[p]]:
-            q = position[v]
-            np.minimum(row, first[q], out=row)
-            row[core[q]] = min(row[core[q]], step[q])
-    return Cores(core, step, first, by_core, core_ptr)
-
-
 def _model_outputs(
     doc: Document, tensor_index: dict[str, int], writer: np.ndarray, readers: list
 ) -> set[int]:
@@ -422,7 +371,7 @@ def analyse_graph(doc: Document, keep_outputs: bool = True) -> GraphTensors:
         accesses=accesses,
         view_of=view_of,
         inplace=tuple(inplace),
-        cores=_cores(doc, order, succ, position) if multi_core else None,
+        cores=cores_of(doc, order, succ, position) if multi_core else None,
         operator_ids=tuple((doc.operators or [])[k].id for k in order),
         devices=devices,
     )

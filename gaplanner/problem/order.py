@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from gaplanner.documents.lifetimes import Cores
+from gaplanner.documents.cores import Cores
 from gaplanner.problem.conflicts import ConflictGraph
 
 #: A component no release reaches: a graph block's acquire on the cores its writer is not on.
@@ -219,8 +219,10 @@ def _each_conflict(index, fill, indptr, values, out):
     n = len(rank)
     degrees = np.zeros(n, np.int64)
     runs = np.empty((2, groups.shape[1]), np.int64)
-    for b in range(n):
-        s = rank[b]
+    block_of = np.empty(n, np.int64)
+    block_of[rank] = np.arange(n)
+    for s in range(n):  # in order of rank: the runs of one query are near the last one's
+        b = block_of[s]
         order_runs(s, index, runs)
         count = 0
         for g in range(groups.shape[1]):
@@ -255,22 +257,28 @@ def order_pairs(index: OrderIndex) -> tuple[np.ndarray, np.ndarray]:
 
 @nb.njit(cache=True)
 def greatest_conflicting(index, values, floor):
-    """Per block, the greatest of ``values`` (per block) over the blocks it conflicts with, or ``floor``."""
+    """Per block, its conflict count and the greatest of ``values`` (per block) over the blocks it
+    conflicts with, or ``floor`` where none is greater: ``(degrees, greatest)``, in one pass."""
     rank, acquire, release, _, groups = index
     n = len(rank)
     by_rank = np.empty(n, np.int64)
+    block_of = np.empty(n, np.int64)
     for b in range(n):
         by_rank[rank[b]] = values[b]
-    out = floor.copy()
+        block_of[rank[b]] = b
+    out, degrees = floor.copy(), np.zeros(n, np.int64)
     runs = np.empty((2, groups.shape[1]), np.int64)
-    for b in range(n):
-        s = rank[b]
+    for s in range(n):  # in order of rank: the runs of one query are near the last one's
+        b = block_of[s]
         order_runs(s, index, runs)
+        count, most = 0, out[b]
         for g in range(groups.shape[1]):
             for r in range(runs[0, g], runs[1, g]):
-                if r != s and by_rank[r] > out[b] and conflict(release, acquire, r, s):
-                    out[b] = by_rank[r]
-    return out
+                if r != s and conflict(release, acquire, r, s):
+                    count += 1
+                    most = max(most, by_rank[r])
+        degrees[b], out[b] = count, most
+    return degrees, out
 
 
 class OrderConflicts(ConflictGraph):
@@ -319,6 +327,15 @@ class OrderConflicts(ConflictGraph):
     def built(self) -> bool:
         """Whether the pair list has been built."""
         return self._pairs is not None
+
+    def greatest(self, values: np.ndarray, floor: np.ndarray) -> np.ndarray:
+        """Per block, the greatest of ``values`` over its conflicts, or ``floor`` (counting its
+        conflicts on the way: the degrees are kept)."""
+        degrees, greatest = greatest_conflicting(self.index.arrays(), values, floor)
+        if self._degrees is None:
+            degrees.setflags(write=False)
+            object.__setattr__(self, "_degrees", degrees)
+        return greatest
 
     def degrees(self) -> np.ndarray:
         if self._degrees is None:

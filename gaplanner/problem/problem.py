@@ -24,7 +24,6 @@ from gaplanner.problem.order import (
     HappensBefore,
     OrderConflicts,
     graph_happens_before,
-    greatest_conflicting,
     padded_entries,
     pinned_clash,
 )
@@ -412,7 +411,7 @@ def problem_from_clocks(
     clocks = Clocks(lower, upper)
     conflicts = OrderConflicts(HappensBefore(clocks.lower, clocks.upper))
     # A buffer's space is free for the time walk once every buffer it conflicts with has started.
-    reuse_at = greatest_conflicting(conflicts.index.arrays(), flat.lower + 1, flat.upper)
+    reuse_at = conflicts.greatest(flat.lower + 1, flat.upper)
     bound = (
         clock_bound(flat.lower, flat.upper, flat.sizes, conflicts)
         if pairs_fit(conflicts)

@@ -37,7 +37,8 @@ def _agree(problem: Problem, expected: set[tuple[int, int]]) -> None:
         max([int(values[a + b - c]) for a, b in expected if c in (a, b)], default=-1)
         for c in range(problem.n)
     ]
-    assert greatest_conflicting(index.arrays(), values, np.full(problem.n, -1, np.int64)).tolist() == greatest
+    counted, found = greatest_conflicting(index.arrays(), values, np.full(problem.n, -1, np.int64))
+    assert found.tolist() == greatest and np.array_equal(counted, degrees)
 
 
 def _clock_pairs(problem: Problem) -> set[tuple[int, int]]:
