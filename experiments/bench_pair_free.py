@@ -117,12 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         "`pairs`: the conflicting pairs built (the bound is the heaviest clique found over them); "
         "`pair-free`: never built (the bound is the max load over the summed time axis, lower: "
         "peak / bound of the two modes compare the same peak against different bounds, so compare peaks). "
+        "`pairs built`: whether anything built them by the end (pair-free, only the exact search, which "
+        "takes multi-core problems only when small). Pairs are not tried past `--pairs-up-to`. "
         "`ga 10 s` is the default search at `time_limit=10`; seconds include building the problem, the "
         "starting plans and verification. Peak RSS is the whole process's (interpreter, numba, input)."
     )
     command = "python -m experiments.bench_pair_free " + " ".join(argv if argv is not None else sys.argv[1:])
-    header = ["streams", "blocks", "conflicting pairs", "planner", "conflicts", "seconds", "peak RSS (MB)",
-              "peak", "bound", "peak / bound"]  # fmt: skip
+    header = ["streams", "blocks", "conflicting pairs", "planner", "conflicts", "pairs built", "seconds",
+              "peak RSS (MB)", "peak", "bound", "peak / bound"]  # fmt: skip
     write_results("pair-free", "Multi-core problems with and without their pairs", header, rows,
                   command.strip(), notes)  # fmt: skip
     return 0
@@ -131,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
 def _row(planner: str, mode: str, n: int, streams: int, timeout: float) -> list[object]:
     result = measure(planner, mode, n, streams, timeout)
     if "failed" in result:
-        row = [streams, f"{n:,}", "", planner, mode, result["failed"], "", "", "", ""]
+        row = [streams, f"{n:,}", "", planner, mode, "", result["failed"], "", "", "", ""]
     else:
         row = [
-            streams, f"{result['n']:,}", f"{result['pairs']:,}", planner, mode, f"{result['seconds']:.1f}",
+            streams, f"{result['n']:,}", f"{result['pairs']:,}", planner, mode,
+            "yes" if result["built"] else "no", f"{result['seconds']:.1f}",
             f"{result['rss']:,.0f}", f"{result['peak']:,}", f"{result['bound']:,}",
             f"{result['peak'] / result['bound']:.4f}",
         ]  # fmt: skip
