@@ -16,7 +16,8 @@ bound), and the GA's verified plan in ``--plan-seconds``.
 
 A block freed last-in first-out nests in the blocks around it; the given order
 of a training graph frees its saved tensors so, an order chosen for its bound
-does not.
+does not. The chosen order is the search's, its lifetimes tightened
+(:mod:`gaplanner.schedule.tighten`).
 """
 
 from __future__ import annotations
