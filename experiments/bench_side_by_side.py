@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -245,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         quality_seconds=args.quality_seconds, seeds=args.seeds, before=means["before"], after=means["after"],
         quality=markdown_table(QUALITY_HEADER, quality_rows),
     )  # fmt: skip
-    command = "python -m experiments.bench_side_by_side " + " ".join(argv if argv is not None else [])
+    command = "python -m experiments.bench_side_by_side " + " ".join(sys.argv[1:] if argv is None else argv)
     path = write_results(
         "side_by_side", "The GA and the exact probes side by side: each thread's work per trade",
         THREADS_HEADER, threads_rows, command.strip(), notes,
