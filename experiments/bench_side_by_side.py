@@ -186,7 +186,7 @@ NOTES = """\
 *Before*: main's quantum, a quarter of a placement per block the settings' generation decodes
 ({islands} islands × {scored} individuals × blocks), the same every generation. *After*: the
 model's (`gaplanner/search/pace.py`), {lead:g} × the model's placements per evaluation the GA
-made since the last trade (a quantum a little longer than a generation). Both at this code,
+made since the last trade (a quantum {lead:g} generations long as the model reckons them). Both at this code,
 where a round of the probes' turns that a quantum cuts short goes on at the next quantum. The
 default search on 2 cores: the GA on the caller's thread (numba on one thread), the probes on
 one of their own; {seconds:g} s, `stall_generations=None`, seed 0. The probes' CPU seconds are

@@ -30,10 +30,12 @@ model counts both in their own unit of work:
   greedily and few per block: an evaluation grows about with the square of
   the mean degree where a placement does not (:data:`GRAPH_DEGREE`).
 
-A quantum aims a little past the generation (:data:`QUANTUM_GENERATIONS`):
-the model is a band, not a point, and of the two threads the probes should
+A quantum aims past the generation (:data:`QUANTUM_GENERATIONS`): the
+model is a band, not a point, and of the two threads the probes should
 rarely be the one that waits. Most of the default search's gains on hard
-instances are theirs; the GA then waits for a part of a generation at most.
+instances are theirs, and where other work holds the process to a share of
+the cores, the GA's time comes out of theirs; the GA waits for about a
+generation at most.
 Trading every K generations instead would only make the waits rarer, not
 shorter; quanta of the right size make them short.
 """
@@ -54,7 +56,7 @@ PLACEMENTS_PER_EVALUATION = 10.0
 #: On a conflict graph, the mean degree at which an evaluation costs twice as many placements.
 GRAPH_DEGREE = 450.0
 #: A quantum's length in the GA's generations, as the model reckons them (see the module's text).
-QUANTUM_GENERATIONS = 1.5
+QUANTUM_GENERATIONS = 2.0
 
 
 def placements_per_evaluation(problem: Problem, part_sizes: list[int]) -> float:
