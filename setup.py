@@ -28,7 +28,8 @@ class BuildWithKernels(build_py):
             return
         root = Path(__file__).resolve().parent if self.editable_mode else Path(self.build_lib).resolve()
         env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
-        env["PYTHONPATH"] = str(root)
+        # Prepended, not replaced: pip's isolated build finds its build requirements through PYTHONPATH.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
         command = [sys.executable, "-m", "gaplanner.search.warm_up"]
         if subprocess.run(command, env=env, cwd=root, check=False).returncode != 0:
             print("warning: gaplanner's kernels not compiled; they compile at first use", file=sys.stderr)

@@ -17,6 +17,7 @@ import sys
 import time
 
 import numpy as np
+from numba.core import event
 
 from gaplanner.problem.loading import load_problem
 from gaplanner.problem.problem import problem_from_arrays
@@ -54,10 +55,34 @@ def compile_kernels() -> None:
             solve(problem, algorithm, settings.get(algorithm))
 
 
-def main() -> int:
-    started = time.perf_counter()
-    compile_kernels()
-    print(f"gaplanner: kernels compiled or loaded in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+class _CompileCounter(event.Listener):
+    """Counts numba's compile events: each one is a kernel the cache did not hold."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_start(self, ev: event.Event) -> None:
+        self.count += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compile (or load) every kernel; with ``--check``, exit 1 if any had to be compiled.
+
+    ``--check`` right after an install says whether the build filled the package's cache
+    (CI runs it), so that a user's first plan loads every kernel instead of compiling it.
+    """
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
+    started, compiles = time.perf_counter(), _CompileCounter()
+    with event.install_listener("numba:compile", compiles):
+        compile_kernels()
+    seconds = time.perf_counter() - started
+    print(f"gaplanner: kernels compiled or loaded in {seconds:.1f} s", file=sys.stderr)
+    if check and compiles.count:
+        print(f"gaplanner: {compiles.count} kernels were not in the package's cache", file=sys.stderr)
+        return 1
     return 0
 
 

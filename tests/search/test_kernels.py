@@ -1,4 +1,4 @@
-"""Numba cache files are dropped when any source of the package changes, and only then: at the
+"""Numba cache files are dropped when a source a kernel can read changes, and only then: at the
 first use of the kernels, never at import."""
 
 from __future__ import annotations
@@ -10,13 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gaplanner.search.kernels import PACKAGE, drop_stale_cache
+from gaplanner.search.kernels import PACKAGE, drop_stale_cache, kernel_sources
 
 
 def make_package(root: Path) -> Path:
+    """A kernel's file importing a module of constants, and a module no kernel imports."""
     (root / "__pycache__").mkdir(parents=True)
-    (root / "placement.py").write_text("def decode_row(): return 1\n")
-    (root / "fitness.py").write_text("from placement import decode_row\n")
+    (root / "__init__.py").write_text("")
+    (root / "lanes.py").write_text("LANES = 8\n")
+    (root / "fitness.py").write_text("from pkg.lanes import LANES\n# @nb.njit\ndef score(): return LANES\n")
+    (root / "loop.py").write_text("from pkg import fitness\n")
     return root
 
 
@@ -26,7 +29,7 @@ def write_cache_files(package: Path) -> list[str]:
     return sorted(p.name for p in (package / "__pycache__").glob("*.nb?"))
 
 
-def test_cache_is_dropped_once_per_change_of_any_source(tmp_path: Path) -> None:
+def test_cache_is_dropped_once_per_change_of_a_kernel_s_sources(tmp_path: Path) -> None:
     package = make_package(tmp_path / "pkg")
     assert len(write_cache_files(package)) == 2
     assert drop_stale_cache(package)  # no stamp yet: the cache's sources are unknown
@@ -34,9 +37,26 @@ def test_cache_is_dropped_once_per_change_of_any_source(tmp_path: Path) -> None:
     write_cache_files(package)
     assert not drop_stale_cache(package)
     assert len(list((package / "__pycache__").glob("*.nb?"))) == 2
-    (package / "placement.py").write_text("def decode_row(): return 2\n")  # a callee, not the cached file
+    (package / "lanes.py").write_text("LANES = 16\n")  # read by the kernel, not the cached file itself
     assert drop_stale_cache(package)
     assert not list((package / "__pycache__").glob("*.nb?"))
+
+
+def test_an_edit_no_kernel_can_read_keeps_the_cache(tmp_path: Path) -> None:
+    package = make_package(tmp_path / "pkg")
+    assert drop_stale_cache(package)
+    write_cache_files(package)
+    (package / "loop.py").write_text("from pkg import fitness\nGENERATIONS = 3\n")
+    assert not drop_stale_cache(package)
+    assert len(list((package / "__pycache__").glob("*.nb?"))) == 2
+    (package / "swap.py").write_text("# @nb.njit\ndef swap(): pass\n")  # a new kernel's file
+    assert drop_stale_cache(package)
+
+
+def test_the_package_s_kernel_sources_hold_the_decoder_and_its_constants_not_the_loop() -> None:
+    names = {path.relative_to(PACKAGE).as_posix() for path in kernel_sources()}
+    assert {"search/decoder.py", "search/fitness.py", "problem/order.py"} <= names
+    assert "search/ga/loop.py" not in names and "cli.py" not in names
 
 
 def test_a_fresh_install_is_stamped_before_numba_writes_a_cache(tmp_path: Path) -> None:
