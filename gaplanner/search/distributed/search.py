@@ -28,6 +28,7 @@ from gaplanner.search.ga import (
     plan_at_bound,
     run_ga,
 )
+from gaplanner.search.ga.budget import nominal_seconds
 from gaplanner.search.starting_plans import starting_plans
 from gaplanner.search.warm import warm_up
 
@@ -114,7 +115,8 @@ def run_islands(
     settings = settings or GASettings()
     deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()
-    settings = fit_population_to_budget(problem, settings, None, deadline.left())  # as run_ga does
+    # As run_ga does: from the nominal budget, not the time left.
+    settings = fit_population_to_budget(problem, settings, nominal_seconds(settings, deadline))
     plans = starting_plans(problem, deadline)
     at_bound = plan_at_bound(problem, plans, settings, started)
     if at_bound is not None:  # nothing for the islands to do: no Ray started

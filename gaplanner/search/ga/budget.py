@@ -2,9 +2,11 @@
 
 On the largest inputs one first-fit decode takes seconds and a generation
 tens of them. So the search fits its population to the budget before it
-starts, gives up on searching when not even the first generation fits, and,
-once a whole generation no longer fits in the time left, runs the islands'
-local search alone for as long as one fits.
+starts, from a cost model of the problem and the nominal budget (so the same
+seed and generations search the same way under any load), gives up on
+searching when not even the first generation fits, and, once a whole
+generation no longer fits in the time left, runs the islands' local search
+alone for as long as one fits. Only these last two read the clock.
 """
 
 from __future__ import annotations
@@ -16,43 +18,78 @@ from dataclasses import dataclass, replace
 
 import numba
 
+from gaplanner.deadline import Deadline
 from gaplanner.problem.problem import Problem
-from gaplanner.search.decoder import Decoder
 from gaplanner.search.ga.island import Island
 from gaplanner.search.ga.settings import GASettings, most_scored_per_generation
-from gaplanner.search.load_decoders import load_decoder
+from gaplanner.search.neighbours import uses_intervals, uses_order_index
 
 GENERATION, LOCAL_SEARCH = "generation", "local search"
 #: Why a search ends before its first generation (its starting plan kept): not even that fits the time left.
 NO_GENERATION_FITS = "time limit: no generation fits the budget"
 
 
-def fit_population_to_budget(
-    problem: Problem,
-    settings: GASettings,
-    seconds_per_decode: float | None = None,
-    seconds: float | None = None,
-) -> GASettings:
-    """Fewer islands, then a smaller population, so that a time-limited search runs about 20 generations.
+#: Of a search bounded by a time limit, the generations its population is sized for.
+GENERATIONS_AFFORDED = 20
+#: The cost model of one of the GA's decodes, on one thread of the reference machine (2 cores, shared
+#: with other work): so much per block placed, and so much per conflicting pair, by the decoder a
+#: population uses (:func:`gaplanner.search.neighbours.uses_intervals`). Interval problems whose pairs
+#: fit read them from a pair list; a conflict graph's pair list costs less per pair; the lifetimes
+#: decoder (the largest interval problems) and the happens-before one find each neighbour before
+#: reading it, and cost more. Fitted to single-threaded population decodes of the benchmark inputs
+#: (MiniMalloc's, the large ones, the zoo, the synthetic ones). One thread: more threads (a machine
+#: with more cores) fit more generations, and the population stays the same there.
+DECODE_SECONDS_PER_BLOCK = 1e-6
+PAIR_SECONDS_INTERVAL_LIST = 3e-8
+PAIR_SECONDS_GRAPH_LIST = 1e-8
+PAIR_SECONDS_PAIR_FREE = 9e-8
 
-    On the largest inputs one first-fit decode takes seconds (tens of millions of
-    conflict edges); a full-size population would use the whole budget before
-    its first generation. Islands go first: they buy diversity for long
-    searches, while a population too small stops the search from working. The
-    cost of one decode is measured (here, or by the caller as the first-fit
-    baseline's time), not guessed. ``seconds``: the time the search has (default:
-    the settings' time limit).
+
+def modelled_decode_seconds(problem: Problem) -> float:
+    """The seconds one of the GA's decodes of ``problem`` is reckoned to take on one thread.
+
+    A model of the problem (its blocks, its conflicting pairs and the decoder its populations use),
+    never a measurement: the population it sizes must be the same on any machine, under any load,
+    and on the first run in a process as on the tenth, so that the same seed and generations give
+    the same plan (a measured decode of a small input is mostly the machine's noise).
+    """
+    if uses_intervals(problem) or uses_order_index(problem):
+        per_pair = PAIR_SECONDS_PAIR_FREE
+    elif problem.interval_conflicts:
+        per_pair = PAIR_SECONDS_INTERVAL_LIST
+    else:
+        per_pair = PAIR_SECONDS_GRAPH_LIST
+    return DECODE_SECONDS_PER_BLOCK * problem.n + per_pair * problem.conflicts.edge_count
+
+
+def nominal_seconds(settings: GASettings, deadline: Deadline | None = None) -> float | None:
+    """The search's budget as given: the least of the settings' time limit and the ``deadline``'s
+    limit (None: neither has one). Never the time left, which depends on how fast the stages before
+    ran."""
+    given = (settings.time_limit, None if deadline is None else deadline.limit)
+    return min((limit for limit in given if limit is not None), default=None)
+
+
+def fit_population_to_budget(
+    problem: Problem, settings: GASettings, seconds: float | None = None
+) -> GASettings:
+    """Fewer islands, then a smaller population, so that a time-limited search runs about
+    :data:`GENERATIONS_AFFORDED` generations.
+
+    On the largest inputs one decode takes seconds (tens of millions of conflicting pairs); a
+    full-size population would use the whole budget before its first generation. Islands go first:
+    they buy diversity for long searches, while a population too small stops the search from
+    working. What a decode costs comes from :func:`modelled_decode_seconds` and the budget is the
+    nominal one (``seconds``, default: the settings' time limit; see :func:`nominal_seconds`), so
+    the population depends on the input and the settings alone, never on the machine's load. Only
+    the time-limit guards (:func:`first_generation_too_costly`, :class:`Pacing`) read the clock:
+    they may end a run early, not change what it searches.
     """
     seconds = settings.time_limit if seconds is None else seconds
     if seconds is None or seconds == math.inf:
         return settings
-    if seconds_per_decode is None:
-        load_decoder()  # the first call in a process loads the compiled decoder: not part of the cost
-        started = time.perf_counter()
-        Decoder.for_problem(problem).decode(problem.start_order())
-        seconds_per_decode = time.perf_counter() - started
-    seconds_per_decode /= max(1, numba.get_num_threads())
-    affordable = int(seconds / (20 * max(seconds_per_decode, 1e-9)))  # individuals a generation
+    per_decode = modelled_decode_seconds(problem)
+    affordable = int(seconds / (GENERATIONS_AFFORDED * max(per_decode, 1e-9)))  # individuals a generation
     islands = max(1, min(settings.islands, affordable // settings.population))
     population = max(4, min(settings.population, affordable // islands))
     elite = min(settings.elite, population - 1)

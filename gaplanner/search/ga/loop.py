@@ -20,6 +20,7 @@ from gaplanner.search.ga.budget import (
     first_generation_too_costly,
     fit_population_to_budget,
     kept_reason,
+    nominal_seconds,
     seconds_left,
 )
 from gaplanner.search.ga.island import Island, address_order, heuristic_orders, make_islands, migrate
@@ -72,7 +73,7 @@ def run_ga(
     decode_seconds = plans["first-fit"].decode_seconds if "first-fit" in plans else None
     if decode_seconds is None:  # not even one decode fitted the time limit
         return _kept(problem, plans, settings, started, NO_GENERATION_FITS)
-    settings = fit_population_to_budget(problem, settings, decode_seconds, deadline.left())
+    settings = fit_population_to_budget(problem, settings, nominal_seconds(settings, deadline))
     if first_generation_too_costly(settings, _ga_decode_seconds(plans), deadline.left()):
         return _kept(problem, plans, settings, started, NO_GENERATION_FITS)
     deadline.stage("genetic search")

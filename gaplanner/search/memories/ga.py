@@ -28,6 +28,7 @@ from gaplanner.search.ga.budget import (
     first_generation_too_costly,
     fit_population_to_budget,
     kept_reason,
+    nominal_seconds,
 )
 from gaplanner.search.ga.loop import ProgressCallback, evolve
 from gaplanner.search.ga.settings import GASettings
@@ -64,7 +65,7 @@ def memory_ga(
     decoding = time.perf_counter()
     spill = decoder.decode(spill_order(problem))
     decode_seconds = time.perf_counter() - decoding
-    settings = fit_population_to_budget(problem, settings, decode_seconds, deadline.left())
+    settings = fit_population_to_budget(problem, settings, nominal_seconds(settings, deadline))
     if first_generation_too_costly(settings, decode_seconds, deadline.left()):
         return _spill_kept(problem, spill, settings, started)
     seeds = seed_orders(problem, deadline)
