@@ -9,8 +9,6 @@ everything in SQLite.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +31,7 @@ from service.config import ServiceSettings
 from service.errors import ApiError
 from service.jobs import JobManager
 from service.models import CompareRequest, Health, PlanRequest
+from service.polls import StatusPolls, key_digest, key_matches
 from service.routes import JSON, JobHandlers, error_response, job_router
 from service.store import JobStore
 from service.viewer import planner_page
@@ -121,16 +120,14 @@ def _access(settings: ServiceSettings) -> list[Any]:
     if settings.api_key:
         key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The server's API key.")
         bearer = HTTPBearer(auto_error=False, description="The server's API key as a bearer token.")
-        expected = hashlib.sha256(settings.api_key.encode()).digest()
+        expected = key_digest(settings.api_key)
 
         def require_key(  # defaults, not Annotated: the annotations are strings, the schemes are local
             key: str | None = Security(key_header),
             token: HTTPAuthorizationCredentials | None = Security(bearer),  # noqa: B008
         ) -> None:
             supplied = key or (token.credentials if token else None)
-            # Constant time, and on digests so that not even the key's length shows in the timing.
-            digest = hashlib.sha256((supplied or "").encode()).digest()
-            if not hmac.compare_digest(digest, expected) or supplied is None:
+            if not key_matches(supplied, expected):  # constant time, on digests
                 raise ApiError(
                     401,
                     "missing or wrong API key (send X-API-Key: KEY or Authorization: Bearer KEY)",
@@ -195,13 +192,16 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
     )
+    handlers = JobHandlers(settings, state)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Outermost of the service's own: status polls skip the routing and the body limit they do not need.
+    app.add_middleware(StatusPolls, handlers=handlers, api_key=settings.api_key)
 
     _add_error_handlers(app)
 
     dependencies = _access(settings)
     unauthorized = error_response(401, "Missing or wrong API key.") if settings.api_key else {}
-    v1 = job_router(JobHandlers(settings, state), dependencies, unauthorized)
+    v1 = job_router(handlers, dependencies, unauthorized)
     app.include_router(v1)
 
     @app.get("/v1/health", response_model=Health, tags=["health"])
@@ -231,4 +231,11 @@ def run_server(
     overrides: dict[str, Any] = {"db": db, "workers": workers}
     settings = ServiceSettings(**{k: v for k, v in overrides.items() if v is not None})
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, timeout_graceful_shutdown=10)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=settings.access_log,
+        timeout_graceful_shutdown=10,
+    )

@@ -53,6 +53,11 @@ class ServiceSettings(BaseSettings):
         20_000, ge=100, description="Longer convergence traces are thinned to about this many records."
     )
     progress_interval: float = Field(0.1, gt=0, description="Seconds between progress reports of a job.")
+    access_log: bool = Field(
+        False,
+        description="Log a line per request (uvicorn's access log). Off by default: on the event loop it "
+        "costs about as much as answering a status poll; errors and job events are logged either way.",
+    )
     warm_up: bool = Field(True, description="Load the compiled decoders in every worker at start-up.")
 
     @property

@@ -17,7 +17,7 @@ pytest.importorskip("fastapi")
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-import service.app
+import service.polls
 from service.app import create_app
 from service.config import ServiceSettings
 
@@ -98,13 +98,13 @@ def test_every_route_but_health_needs_the_key(keyed) -> None:
 def test_the_key_is_compared_in_constant_time(keyed, monkeypatch: pytest.MonkeyPatch) -> None:
     _, client = keyed
     calls: list[tuple[bytes, bytes]] = []
-    real = service.app.hmac.compare_digest
+    real = service.polls.hmac.compare_digest
 
     def spy(a: bytes, b: bytes) -> bool:
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(service.app.hmac, "compare_digest", spy)
+    monkeypatch.setattr(service.polls.hmac, "compare_digest", spy)
     assert client.get("/v1/plans", headers={"X-API-Key": "x"}).status_code == 401
     assert client.get("/v1/plans", headers={"X-API-Key": "a much longer wrong key"}).status_code == 401
     assert client.get("/v1/plans", headers={"X-API-Key": KEY}).status_code == 200
