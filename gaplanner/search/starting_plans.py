@@ -18,8 +18,11 @@ blocks free their space from the top down on either side of it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from gaplanner.deadline import Deadline, no_deadline
@@ -27,7 +30,16 @@ from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
-from gaplanner.search.baselines import BASELINES, greedy_size_order
+from gaplanner.search import kernels
+from gaplanner.search.baselines import (
+    BASELINES,
+    _best_fit_coalescing,
+    _best_fit_over_conflicts,
+    _conflict_source,
+    first_fit_order,
+    greedy_size_order,
+    walk_order,
+)
 from gaplanner.search.decoder import decode
 from gaplanner.search.window_repair import repair, repairable
 
@@ -62,10 +74,70 @@ def heaviest_instant_order(problem: Problem) -> np.ndarray:
 
 def heaviest_instant_first(problem: Problem) -> Plan:
     """The verified plan of :func:`heaviest_instant_order`, decoded by first-fit."""
+    return _make(HEAVIEST_INSTANT_FIRST, problem).plan(problem)
+
+
+def best_fit_coalescing_offsets(problem: Problem) -> np.ndarray:
+    """Best-fit-coalescing's offsets, unverified: what
+    :func:`gaplanner.search.baselines.best_fit_coalescing` verifies (it refuses pinned blocks)."""
+    step = int(np.lcm.reduce(problem.alignments))
+    sizes, alignments = problem.sizes, problem.alignments
+    if problem.interval_conflicts:
+        return _best_fit_coalescing(sizes, alignments, problem.lower, problem.reuse_at, step)
+    return _best_fit_over_conflicts(sizes, alignments, walk_order(problem), *_conflict_source(problem), step)
+
+
+#: Each starting plan's offsets, made unverified: a plan is verified once it is known to be kept.
+OFFSETS: dict[str, Callable[[Problem], np.ndarray]] = {
+    "first-fit": lambda problem: decode(problem, first_fit_order(problem)),
+    "best-fit-coalescing": best_fit_coalescing_offsets,
+    HEAVIEST_INSTANT_FIRST: lambda problem: decode(problem, heaviest_instant_order(problem)),
+    "greedy-size": lambda problem: decode(problem, greedy_size_order(problem)),
+}
+#: The starting plans whose plan records its decode's time: the GA measures its own decodes by them.
+TIMED = ("first-fit", HEAVIEST_INSTANT_FIRST)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Numba's parallel loops run on this thread alone meanwhile.
+
+    A starting plan decodes one order, which a parallel loop cannot share out; waking the loop's other
+    threads for it anyway can cost more than the decode where the other cores are busy, or where
+    another OpenMP runtime (torch's) shares the process.
+    """
+    kernels.prepare()  # before the threading layer is first loaded
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(threads)
+
+
+@dataclass(frozen=True)
+class _Made:
+    """A starting plan's offsets, not verified yet: of the plans made, a run keeps the one at the bound
+    alone where one meets it, so only the plans kept are verified."""
+
+    name: str
+    offsets: np.ndarray
+    peak: int
+    seconds: float  # making the offsets, its decode included
+
+    def plan(self, problem: Problem) -> Plan:
+        """The verified plan; its time counts making the offsets and verifying them."""
+        started = time.perf_counter() - self.seconds
+        decode_seconds = round(self.seconds, 6) if self.name in TIMED else None
+        return make_plan(problem, self.offsets, self.name, started, decode_seconds=decode_seconds)
+
+
+def _make(name: str, problem: Problem) -> _Made:
     started = time.perf_counter()
-    offsets = decode(problem, heaviest_instant_order(problem))
-    seconds = round(time.perf_counter() - started, 6)  # a decode out of time order, as the GA's are
-    return make_plan(problem, offsets, HEAVIEST_INSTANT_FIRST, started, decode_seconds=seconds)
+    with _one_thread():
+        offsets = OFFSETS[name](problem)
+    seconds = time.perf_counter() - started
+    return _Made(name, offsets, int((offsets + problem.sizes).max(initial=0)), seconds)
 
 
 #: Estimated seconds of one first-fit decode of the execution order, with its verification, per
@@ -79,7 +151,9 @@ OUT_OF_ORDER_FACTOR = 3.0
 
 #: The order the plans are made in: first-fit (the GA's measure of a decode), best-fit-coalescing, the
 #: heaviest instant's (at the bound on the training graphs), greedy-size. Where the time left is too
-#: short for a first-fit decode, best-fit-coalescing (a walk over time, the cheapest) goes first.
+#: short for a first-fit decode, best-fit-coalescing (a walk over time, the cheapest) goes first. Over
+#: a conflict graph (multi-core) it is no walk over time but a scan of each block's conflicts, costlier
+#: than a decode: it goes last, so that a decode at the bound ends the making before it.
 MAKING_ORDER = ("first-fit", "best-fit-coalescing", HEAVIEST_INSTANT_FIRST, "greedy-size")
 
 
@@ -88,83 +162,90 @@ def decode_estimate(problem: Problem) -> float:
     return DECODE_SECONDS_PER_PAIR * problem.conflicts.edge_count + DECODE_SECONDS_PER_BLOCK * problem.n
 
 
-def _makers(problem: Problem, deadline: Deadline) -> dict[str, Callable[[Problem], Plan]]:
-    makers = {**BASELINES, HEAVIEST_INSTANT_FIRST: heaviest_instant_first}
+def _making_order(problem: Problem, deadline: Deadline) -> list[str]:
     order = list(MAKING_ORDER)
     if problem.has_pinned:  # best-fit-coalescing moves blocks up as the arena grows
         order.remove("best-fit-coalescing")
     elif not deadline.fits(decode_estimate(problem)):
         order.insert(0, order.pop(order.index("best-fit-coalescing")))
-    return {name: makers[name] for name in order}
+    elif not problem.interval_conflicts:
+        order.append(order.pop(order.index("best-fit-coalescing")))
+    return order
 
 
 def first_plan(problem: Problem, deadline: Deadline) -> Plan:
     """The plan :func:`starting_plans` makes first: first-fit's, or where the time left is too short
     for a first-fit decode, best-fit-coalescing's (the cheapest). A run needs a plan even when the
     search it was asked for has no time to make one."""
-    make = next(iter(_makers(problem, deadline).values()))
-    return make(problem)
+    return _make(_making_order(problem, deadline)[0], problem).plan(problem)
 
 
-def _estimate(name: str, problem: Problem, made: dict[str, Plan]) -> float:
-    """The estimated seconds of the plan ``name``, from first-fit's measured time where it was made
-    (best-fit-coalescing's walk over time costs at most about as much)."""
-    first_fit = made["first-fit"].elapsed if "first-fit" in made else decode_estimate(problem)
+def _estimate(name: str, problem: Problem, made: dict[str, _Made]) -> float:
+    """The estimated seconds of making the plan ``name`` and verifying every plan made so far and it:
+    from first-fit's measured decode where it was made (best-fit-coalescing's walk over time costs at
+    most about as much), else from :func:`decode_estimate`."""
+    first_fit = made["first-fit"].seconds if "first-fit" in made else decode_estimate(problem)
     in_order = name in ("first-fit", "best-fit-coalescing")
-    return first_fit if in_order else OUT_OF_ORDER_FACTOR * first_fit
+    making = first_fit if in_order else OUT_OF_ORDER_FACTOR * first_fit
+    return making + (len(made) + 1) * verify_seconds(problem)
 
 
 def starting_plans(problem: Problem, deadline: Deadline | None = None) -> dict[str, Plan]:
-    """The baselines' plans that can plan ``problem`` and the heaviest instant's, by name.
+    """The baselines' plans that can plan ``problem`` and the heaviest instant's, by name, verified.
 
     Made in :data:`MAKING_ORDER`, they stop at the first plan at the lower bound
-    (nothing is left to search for). With a ``deadline`` the first is always made
+    (nothing is left to search for): that plan alone comes back, and it alone is
+    verified, so a run at the bound costs a few decodes and one verification.
+    With a ``deadline`` the first is always made
     (a run needs a plan: the cheapest, when the time left is short); each other
-    only when its estimated time fits what is left, so a run of a million blocks
-    with a short time limit starts from fewer plans instead of overrunning it.
+    only when its estimated time, with the verification of every plan made, fits what is left, so a
+    run of a million blocks with a short time limit starts from fewer plans instead of overrunning it.
     On an interval problem none of them at the bound, the best is repaired
     window by window too (:data:`REPAIRED`, kept when lower).
     The plans come back in the baselines' order, then the heaviest instant's, then the repaired one.
     """
     deadline = deadline or no_deadline()
     deadline.stage("starting plans")
-    made: dict[str, Plan] = {}
+    made: dict[str, _Made] = {}
     repairing = True  # the best plan is repaired once: the heaviest instant's when best, else the last best
-    for name, make in _makers(problem, deadline).items():
+    repaired: Plan | None = None
+    for name in _making_order(problem, deadline):
         if made and not deadline.fits(_estimate(name, problem, made)):
             continue
-        made[name] = make(problem)
+        made[name] = _make(name, problem)
         if made[name].peak <= problem.lower_bound:
-            break
+            return {name: made[name].plan(problem)}
         # The heaviest instant's plan misses the bound by a few blocks where it misses it: repaired, it
         # may meet it before greedy-size is made (the last, and on large problems the costliest).
         if name == HEAVIEST_INSTANT_FIRST and made[name] is _best(made):
             repairing = False
-            if _repair_best(problem, made, deadline):
+            repaired = _repair_best(problem, made, deadline)
+            if repaired is not None and repaired.peak <= problem.lower_bound:
                 break
     else:
         if repairing:
-            _repair_best(problem, made, deadline)
-    return {name: made[name] for name in (*BASELINES, HEAVIEST_INSTANT_FIRST, REPAIRED) if name in made}
+            repaired = _repair_best(problem, made, deadline)
+    plans = {name: made[name].plan(problem) for name in (*BASELINES, HEAVIEST_INSTANT_FIRST) if name in made}
+    return plans if repaired is None else {**plans, REPAIRED: repaired}
 
 
-def _best(made: dict[str, Plan]) -> Plan:
+def _best(made: dict[str, _Made]) -> _Made:
     return min(made.values(), key=lambda plan: plan.peak)
 
 
-def _repair_best(problem: Problem, made: dict[str, Plan], deadline: Deadline) -> bool:
-    """Repair the best plan ``made`` (on an interval problem) and keep it as :data:`REPAIRED` when
-    lower; whether it now meets the bound."""
+def _repair_best(problem: Problem, made: dict[str, _Made], deadline: Deadline) -> Plan | None:
+    """The best plan ``made`` (on an interval problem) repaired, verified, where that lowers it."""
     best = _best(made)
     if not repairable(problem):
-        return False
-    # A repaired plan is verified (and a decode kept back for what follows): none is made without time.
-    window = deadline.keeping(decode_estimate(problem) + verify_seconds(problem)).share(REPAIR_SHARE)
+        return None
+    # A repaired plan is verified, and so is every plan made (a decode is kept back for what follows):
+    # none is made without time.
+    verifying = (len(made) + 1) * verify_seconds(problem)
+    window = deadline.keeping(decode_estimate(problem) + verifying).share(REPAIR_SHARE)
     if window.passed():
-        return False
+        return None
     started = time.perf_counter()
     offsets = repair(problem, best.offsets, window)
     if int((offsets + problem.sizes).max(initial=0)) >= best.peak:  # not lower: nothing to verify
-        return False
-    made[REPAIRED] = make_plan(problem, offsets, REPAIRED, started)
-    return made[REPAIRED].peak <= problem.lower_bound
+        return None
+    return make_plan(problem, offsets, REPAIRED, started)

@@ -7,7 +7,8 @@ import time
 import numpy as np
 
 from gaplanner import load_problem
-from gaplanner.problem.problem import problem_from_arrays
+from gaplanner.problem.problem import Problem, problem_from_arrays
+from gaplanner.search.baselines import first_fit
 from gaplanner.search.exact import ExactSearch
 from gaplanner.search.ga import GASettings
 from gaplanner.search.pace import (
@@ -26,9 +27,15 @@ def _nested(copies: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.tile(sizes, copies), np.tile(lower, copies) + shift, np.tile(lower + length, copies) + shift
 
 
+def _started(problem: Problem) -> ExactSearch:
+    """The exact search from first-fit's plan, above the bound here: from a starting plan at the bound
+    (the heaviest instant's, on one copy) it would have no part left to search."""
+    return ExactSearch.start(problem, time.perf_counter(), None, {"first-fit": first_fit(problem)})
+
+
 def test_one_part_of_interval_lifetimes_takes_the_constant() -> None:
     problem = problem_from_arrays(*_nested(1))
-    search = ExactSearch.start(problem, time.perf_counter(), None)
+    search = _started(problem)
     assert search.part_sizes() == [20]
     assert placements_per_evaluation(problem, search.part_sizes()) == PLACEMENTS_PER_EVALUATION
 
@@ -36,7 +43,7 @@ def test_one_part_of_interval_lifetimes_takes_the_constant() -> None:
 def test_the_ratio_grows_with_the_blocks_over_the_searched_parts() -> None:
     """Three parts of 20: an evaluation decodes all 60 blocks, a placement scans one part's 20."""
     problem = problem_from_arrays(*_nested(3))
-    search = ExactSearch.start(problem, time.perf_counter(), None)
+    search = _started(problem)
     assert search.part_sizes() == [20, 20, 20]
     assert placements_per_evaluation(problem, search.part_sizes()) == 3 * PLACEMENTS_PER_EVALUATION
     # The parts weigh by their size: a part of a few blocks beside a large one barely counts.
@@ -46,7 +53,7 @@ def test_the_ratio_grows_with_the_blocks_over_the_searched_parts() -> None:
 
 def test_parts_at_their_bound_are_not_searched() -> None:
     problem = problem_from_arrays(*_nested(2))
-    search = ExactSearch.start(problem, time.perf_counter(), None)
+    search = _started(problem)
     assert search.part_sizes() == [20, 20]
     state = search.parts.states[0]
     state.hi = state.lo  # as when a plan at the part's bound was found
@@ -63,7 +70,7 @@ def test_on_a_conflict_graph_the_ratio_grows_with_the_degree() -> None:
 
 def test_quanta_follow_the_ga_s_evaluations_and_the_first_its_first_populations() -> None:
     problem = problem_from_arrays(*_nested(1))
-    search = ExactSearch.start(problem, time.perf_counter(), None)
+    search = _started(problem)
     small = Pace.of(problem, search, GASettings(islands=1, population=8))
     large = Pace.of(problem, search, GASettings(islands=4, population=48))
     per = QUANTUM_GENERATIONS * PLACEMENTS_PER_EVALUATION

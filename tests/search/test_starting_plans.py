@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -66,8 +67,8 @@ def test_with_no_time_left_no_plan_is_repaired_or_verified(monkeypatch) -> None:
         starting_plans_module, "make_plan", lambda *args, **kw: made.append(args[2]) or make_plan(*args, **kw)
     )
     plans = starting_plans(problem, Deadline(1.0, started=time.perf_counter() - 2.0))
-    assert list(plans) == ["best-fit-coalescing"] and made == []  # the cheapest alone, made by its maker
-    assert REPAIRED in starting_plans(problem) and made[-1] == REPAIRED  # without a deadline, repaired
+    assert list(plans) == ["best-fit-coalescing"] == made  # the cheapest alone, verified once, unrepaired
+    assert REPAIRED in starting_plans(problem) and REPAIRED in made  # without a deadline, repaired
 
 
 def _idle(self, deadline, on_event):
@@ -125,3 +126,77 @@ def test_a_training_graph_is_planned_at_its_bound_from_the_start(benchmarks) -> 
     assert "greedy-size" not in plans  # made after the heaviest instant's, which is already at the bound
     plan = solve(problem, "exact", ExactSettings(time_limit=30.0, threads=1))
     assert plan.optimal and plan.stop_reason == "optimal" and plan.elapsed < 30.0
+
+
+def _no_search(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fail on any GA island or exact search started; the names of the starting plans verified."""
+    from gaplanner.search import side_by_side
+    from gaplanner.search.ga import loop
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a search was started")
+
+    monkeypatch.setattr(loop, "make_islands", started)
+    monkeypatch.setattr(side_by_side.ExactSearch, "start", started)
+    verified: list[str] = []
+    make_plan = starting_plans_module.make_plan
+    monkeypatch.setattr(
+        starting_plans_module,
+        "make_plan",
+        lambda *args, **kw: verified.append(args[2]) or make_plan(*args, **kw),
+    )
+    return verified
+
+
+@pytest.mark.parametrize(
+    ("settings", "reason"),
+    [
+        (None, "lower bound reached; heaviest-instant-first's plan kept"),  # the GA alone
+        (GASettings(), "optimal"),  # the front doors' default: the GA and the exact probes side by side
+    ],
+)
+def test_at_the_bound_the_default_search_verifies_the_plan_kept_alone_and_starts_no_search(
+    monkeypatch, settings, reason
+) -> None:
+    """GoogLeNet: first-fit's and best-fit-coalescing's plans miss the bound, the heaviest instant's
+    meets it; those two are made but never verified, and no GA or exact search starts."""
+    problem = load_problem("zoo:googlenet")
+    verified = _no_search(monkeypatch)
+    plan = solve(problem, "ga", settings)
+    assert plan.optimal and plan.peak == problem.lower_bound and plan.stop_reason == reason
+    assert verified == ["heaviest-instant-first"]
+    assert plan.search is not None and plan.search.generations == 0 and len(plan.trace) == 1
+    assert find_violation(problem, plan.offsets, plan.peak) is None
+
+
+def test_a_plan_at_the_bound_is_verified_before_it_is_kept(monkeypatch) -> None:
+    """Offsets that claim the bound but overlap are refused by the verifier, not returned."""
+    monkeypatch.setitem(starting_plans_module.OFFSETS, "first-fit", lambda p: np.zeros(p.n, np.int64))
+    with pytest.raises(gaplanner.PlanError):
+        solve(_small(), "ga")
+
+
+def test_on_a_conflict_graph_a_decode_at_the_bound_comes_before_best_fit_coalescing(monkeypatch) -> None:
+    """Over a multi-core graph best-fit-coalescing scans each block's conflicts: it is made last, and
+    here never, as the heaviest instant's plan (made before it) meets the bound."""
+    problem = load_problem("zoo:inceptionv3@2")
+    verified = _no_search(monkeypatch)
+    plans = starting_plans(problem)
+    assert list(plans) == verified == ["heaviest-instant-first"]
+    assert plans["heaviest-instant-first"].peak == problem.lower_bound
+    assert solve(problem, "ga").optimal
+
+
+def test_starting_plans_leave_numba_s_threads_as_they_were(monkeypatch) -> None:
+    threads = numba.get_num_threads()
+    starting_plans(_small())
+    assert numba.get_num_threads() == threads
+
+    def failing(problem: gaplanner.Problem) -> np.ndarray:
+        assert numba.get_num_threads() == 1  # one order: the parallel decode starts no other thread
+        raise RuntimeError("maker failed")
+
+    monkeypatch.setitem(starting_plans_module.OFFSETS, "first-fit", failing)
+    with pytest.raises(RuntimeError, match="maker failed"):
+        starting_plans(_small())
+    assert numba.get_num_threads() == threads
