@@ -146,6 +146,8 @@ def plan_specs(
     specs = list(specs)
     for spec in specs:
         spec.realign(alignment)  # what ExecuTorch's algorithms do first: allocated_memory follows it
+    # Read once: ExecuTorch computes allocated_memory from the shape on every read.
+    sizes = {spec: int(spec.allocated_memory) for spec in specs}
     warm_up()  # a fresh install compiles the search's kernels here, once: not out of the budget
     deadline = time.perf_counter() + time_limit
     greedy, greedy_seconds = (
@@ -160,7 +162,7 @@ def plan_specs(
     for k, mem_id in enumerate(sorted(arenas)):
         budget = max(1e-3, (deadline - time.perf_counter()) / (len(arenas) - k))
         reserve = reserved[mem_id] if mem_id < len(reserved) else 0
-        arena = _Arena(mem_id, arenas[mem_id], names, alignment, reserve, extra_padding)
+        arena = _Arena(mem_id, arenas[mem_id], names, sizes, alignment, reserve, extra_padding)
         report = arena.plan(budget, seed, greedy, greedy_seconds)
         program.offsets.update(arena.allocation)
         program.bufsizes[mem_id] = report.size
@@ -236,13 +238,14 @@ class _Arena:
         mem_id: int,
         specs: list[Any],
         names: dict[Any, str],
+        sizes: dict[Any, int],
         alignment: int,
         reserve: int,
         padding: int,
     ) -> None:
-        self.mem_id, self.specs, self.names = mem_id, specs, names
+        self.mem_id, self.specs, self.names, self.size = mem_id, specs, names, sizes
         self.alignment, self.reserve, self.padding = alignment, reserve, padding
-        self.roots = [s for s in specs if s.storage_base is None and s.allocated_memory > 0]
+        self.roots = [s for s in specs if s.storage_base is None and sizes[s] > 0]
         self.allocation: dict[Any, tuple[int, int, int]] = {}
 
     def _name(self, spec: Any) -> str:
@@ -253,18 +256,19 @@ class _Arena:
         if not self.roots:
             return None
         ids, sizes, lower, upper, offsets = [], [], [], [], []
+        taken: set[str] = set()
         for spec in self.roots:
             start, end = spec.lifetime
             if start is None or end is None or end < start:
                 raise InputError(f"tensor {self._name(spec)!r} has no lifetime {spec.lifetime}", "lifetime")
             pinned = -1 if spec.mem_offset is None else int(spec.mem_offset)
-            ids.append(_unique(self._name(spec), ids))
-            sizes.append(spec.allocated_memory)
+            ids.append(_unique(self._name(spec), taken))
+            sizes.append(self.size[spec])
             lower.append(start)
             upper.append(end + 1)  # ExecuTorch's lifetimes include their last node
             offsets.append(pinned)
         if self.reserve > 0:
-            ids.append(_unique("submodules' reserved space", ids))
+            ids.append(_unique("submodules' reserved space", taken))
             sizes.append(self.reserve)
             lower.append(min(lower))
             upper.append(max(upper))
@@ -338,7 +342,7 @@ class _Arena:
             if spec in placed:
                 continue
             root, inside = _root(spec, self.names)
-            if root.allocated_memory == 0 and root not in placed:
+            if self.size[root] == 0 and root not in placed:
                 placed[root] = self.reserve
             if spec is not root:
                 self._check_inside(spec, root, inside)
@@ -350,7 +354,7 @@ class _Arena:
                     "storage_base_offset",
                 )
         self._check_siblings(placed)
-        objects = _storage_objects(self.specs, placed)
+        objects = _storage_objects(self.specs, placed, self.size)
         self.allocation = {spec: (self.mem_id, objects[spec], placed[spec]) for spec in self.specs}
 
     def _check_siblings(self, placed: dict[Any, int]) -> None:
@@ -358,12 +362,13 @@ class _Arena:
 
         ExecuTorch sets where such a spec lies, so no plan can separate them.
         """
-        backed = [s for s in self.specs if s.storage_base is not None and s.allocated_memory > 0]
+        size = self.size
+        backed = [s for s in self.specs if s.storage_base is not None and size[s] > 0]
         for i, a in enumerate(backed):
             for b in backed[i + 1 :]:
                 if _related(a, b) or not _live_at_once(a, b):
                     continue
-                if placed[a] < placed[b] + b.allocated_memory and placed[b] < placed[a] + a.allocated_memory:
+                if placed[a] < placed[b] + size[b] and placed[b] < placed[a] + size[a]:
                     raise InputError(
                         f"tensors {self._name(a)!r} and {self._name(b)!r} are live at once and their "
                         "storage bases put them on common bytes",
@@ -371,10 +376,10 @@ class _Arena:
                     )
 
     def _check_inside(self, spec: Any, root: Any, inside: int) -> None:
-        if inside < 0 or inside + spec.allocated_memory > root.allocated_memory:
+        if inside < 0 or inside + self.size[spec] > self.size[root]:
             raise InputError(
-                f"tensor {self._name(spec)!r} ({spec.allocated_memory} bytes at {inside}) does not fit "
-                f"inside its storage base {self._name(root)!r} ({root.allocated_memory} bytes)",
+                f"tensor {self._name(spec)!r} ({self.size[spec]} bytes at {inside}) does not fit "
+                f"inside its storage base {self._name(root)!r} ({self.size[root]} bytes)",
                 "storage_base_offset",
             )
 
@@ -394,32 +399,33 @@ def _live_at_once(a: Any, b: Any) -> bool:
     return a.lifetime[0] <= b.lifetime[1] and b.lifetime[0] <= a.lifetime[1]
 
 
-def _unique(name: str, taken: list[str]) -> str:
-    if name not in taken:
-        return name
-    k = 1
-    while f"{name}#{k}" in taken:
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name#k`` for the least ``k`` not ``taken`` yet; added to ``taken``."""
+    k, unique = 0, name
+    while unique in taken:
         k += 1
-    return f"{name}#{k}"
+        unique = f"{name}#{k}"
+    taken.add(unique)
+    return unique
 
 
-def _storage_objects(specs: list[Any], offsets: dict[Any, int]) -> dict[Any, int]:
+def _storage_objects(specs: list[Any], offsets: dict[Any, int], sizes: dict[Any, int]) -> dict[Any, int]:
     """A ``mem_obj_id`` per spec: specs whose bytes overlap, directly or through others, share one.
 
     ExecuTorch's verifier requires equal ids of any two specs with overlapping
     storage; the connected runs of overlapping address ranges are the finest
     such grouping.
     """
-    sized = sorted((s for s in specs if s.allocated_memory > 0), key=lambda s: offsets[s])
+    sized = sorted((s for s in specs if sizes[s] > 0), key=lambda s: offsets[s])
     objects: dict[Any, int] = {}
     current, top = -1, -1
     for spec in sized:
         if offsets[spec] >= top:
             current += 1
         objects[spec] = current
-        top = max(top, offsets[spec] + spec.allocated_memory)
+        top = max(top, offsets[spec] + sizes[spec])
     for spec in specs:
-        if spec.allocated_memory == 0:  # an empty range overlaps nothing
+        if sizes[spec] == 0:  # an empty range overlaps nothing
             current += 1
             objects[spec] = current
     return objects

@@ -355,3 +355,20 @@ def test_the_same_seed_gives_the_same_plan():
     )
     assert first.bufsizes == second.bufsizes
     assert all(first.spec_dict[s] == second.spec_dict[s] for s in specs)
+
+
+def test_where_a_starting_plan_meets_the_bound_no_search_starts(monkeypatch):
+    """A chain of specs of one size, each live with the next: a starting plan meets the bound and is kept
+    with no GA island made; the greedy's plan is at the bound too, and gaplanner's (no larger) is kept."""
+    from gaplanner.search.ga import loop
+
+    def started(*args, **kwargs):
+        raise AssertionError("the GA was started")
+
+    monkeypatch.setattr(loop, "make_islands", started)
+    specs = [spec(16, k, k + 1) for k in range(12)]
+    program = et.plan_specs(16, specs, empty_graph(), None, 0)
+    (report,) = program.arenas
+    assert report.gaplanner_size == report.lower_bound == report.greedy_size == report.size
+    assert report.algorithm == "ga"
+    check(et.algo_result(program), specs, 16)
