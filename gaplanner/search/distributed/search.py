@@ -204,10 +204,10 @@ def _search(
         generation = max(reached)
         reason = absorb(merge_records(records, phase_started, started))
     states = [driver.states[k] for k in range(s.islands)]
-    best = min(states, key=lambda state: int(state.scores.peaks.min())).scores
+    best = min(states, key=lambda state: state.best_peak)
     return make_plan(
         problem,
-        best.offsets[int(np.argmin(best.peaks))],
+        best.best_offsets,
         "ga",
         started,
         stop_reason=reason,

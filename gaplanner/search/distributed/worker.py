@@ -1,8 +1,12 @@
 """The worker side: a Ray actor evolving some islands of one search, and the state it reports back.
 
-After every phase a worker returns its islands' state (population, scores,
-random-generator state), so that the driver can rebuild them exactly in a new
-worker when this one dies.
+After every phase a worker returns its islands' state (population, random-generator
+state, counters and the best plan), so that the driver can rebuild them exactly in a
+new worker when this one dies. The state holds no scores: a new worker scores the
+population again, which gives the same scores (each stored order is sorted by
+address, and first-fit places such an order at the offsets it came from). So a
+phase's report stays small enough to travel inline with Ray's reply instead of
+through the object store of the node that made it.
 """
 
 from __future__ import annotations
@@ -10,13 +14,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from gaplanner.problem.problem import Problem
-from gaplanner.search.fitness import Scores
 from gaplanner.search.ga import GASettings, Island, Pacing, make_island
 
 #: One island's record of one generation: generation, best peak, mean peak, evaluations, seconds.
@@ -25,13 +28,17 @@ IslandRecord = tuple[int, int, float, int, float]
 
 @dataclass(frozen=True)
 class IslandState:
-    """Everything needed to rebuild an island exactly: the driver's copy for restarts."""
+    """Everything needed to rebuild an island exactly (the driver's copy for restarts), and its best plan.
+
+    ``population``: in the narrowest integer type that holds a block index.
+    """
 
     generation: int
     population: np.ndarray
-    scores: Scores
     rng_state: dict[str, Any]
     evaluations: int
+    best_peak: int
+    best_offsets: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,14 @@ class IslandReport:
     records: list[IslandRecord]
     state: IslandState
     emigrants: np.ndarray | None
+
+
+def _compact(orders: np.ndarray) -> np.ndarray:
+    """``orders`` in the narrowest unsigned type that holds every block index."""
+    for dtype in (np.uint16, np.uint32):
+        if orders.shape[1] <= np.iinfo(dtype).max + 1:
+            return orders.astype(dtype)
+    return orders
 
 
 def _set_numba_threads(threads: int) -> None:
@@ -53,9 +68,8 @@ def _restore_island(
     problem: Problem, settings: GASettings, index: int, seeds: list[np.ndarray], state: IslandState
 ) -> Island:
     """Island ``index`` as it was in ``state``: built as anywhere else, then given the saved state."""
-    island = make_island(problem, settings, index, seeds)  # one population scored: the price of a restart
-    island.population = np.array(state.population)
-    island.scores = Scores(**{f.name: np.array(getattr(state.scores, f.name)) for f in fields(Scores)})
+    island = make_island(problem, settings, index, seeds)  # two populations scored: the price of a restart
+    island.population, island.scores = island.fitness(np.asarray(state.population, np.int64))
     island.rng.bit_generator.state = state.rng_state
     island.fitness.evaluations = state.evaluations
     return island
@@ -109,12 +123,14 @@ class IslandWorker:
 
     def _report(self, k: int, records: list[IslandRecord], emigrants: int) -> IslandReport:
         island = self.islands[k]
+        best = int(np.argmin(island.scores.peaks))
         state = IslandState(
             self.generation[k],
-            island.population,
-            island.scores,
+            _compact(island.population),
             island.rng.bit_generator.state,
             island.fitness.evaluations,
+            int(island.scores.peaks[best]),
+            island.scores.offsets[best].copy(),
         )
         return IslandReport(records, state, island.emigrants(emigrants) if emigrants else None)
 
