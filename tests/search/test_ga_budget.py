@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import numba
 import numpy as np
 import pytest
 
@@ -15,6 +16,7 @@ from gaplanner.deadline import Deadline
 from gaplanner.search.ga import GASettings
 from gaplanner.search.ga.budget import (
     GENERATIONS_AFFORDED,
+    fit_first_generation,
     fit_population_to_budget,
     modelled_decode_seconds,
     nominal_seconds,
@@ -93,3 +95,15 @@ def test_the_nominal_budget_is_the_least_limit_given_never_the_time_left() -> No
     assert nominal_seconds(GASettings(time_limit=10.0), Deadline(4.0, started=time.perf_counter() - 3)) == 4.0
     assert nominal_seconds(GASettings(time_limit=None, generations=5), Deadline(None)) is None
     assert nominal_seconds(GASettings(time_limit=None, generations=5), Deadline(6.0)) == 6.0
+
+
+def test_a_first_generation_too_long_for_the_time_left_shrinks_and_none_fits_below_four() -> None:
+    settings = GASettings(population=48, islands=4, elite=2)
+    threads = max(1, numba.get_num_threads())
+    per_decode = 0.001 * threads  # a millisecond an individual
+    assert fit_first_generation(settings, per_decode, 1.0) == settings
+    shrunk = fit_first_generation(settings, per_decode, 0.1)  # a hundred individuals fit
+    assert shrunk is not None and shrunk.islands == 2 and shrunk.population == 48
+    small = fit_first_generation(settings, per_decode, 0.03)
+    assert small is not None and (small.islands, small.population) == (1, 30) and small.elite == 2
+    assert fit_first_generation(settings, per_decode, 0.0035) is None

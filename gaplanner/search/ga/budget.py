@@ -82,7 +82,7 @@ def fit_population_to_budget(
     working. What a decode costs comes from :func:`modelled_decode_seconds` and the budget is the
     nominal one (``seconds``, default: the settings' time limit; see :func:`nominal_seconds`), so
     the population depends on the input and the settings alone, never on the machine's load. Only
-    the time-limit guards (:func:`first_generation_too_costly`, :class:`Pacing`) read the clock:
+    the time-limit guards (:func:`fit_first_generation`, :class:`Pacing`) read the clock:
     they may end a run early, not change what it searches.
     """
     seconds = settings.time_limit if seconds is None else seconds
@@ -96,14 +96,28 @@ def fit_population_to_budget(
     return replace(settings, islands=islands, population=population, elite=elite)
 
 
-def first_generation_too_costly(settings: GASettings, seconds_per_decode: float, left: float) -> bool:
-    """True when scoring the first population alone would take more than the ``left`` seconds.
+def fit_first_generation(settings: GASettings, seconds_per_decode: float, left: float) -> GASettings | None:
+    """``settings``, or fewer islands and a smaller population whose first scoring fits the ``left``
+    seconds; None when not even one island of four does.
 
-    One arena's GA and the memories' both ask this before building their islands, and keep a
-    starting plan instead (:func:`kept_reason` of :data:`NO_GENERATION_FITS`).
+    The population is sized from the nominal budget (:func:`fit_population_to_budget`), so the same
+    seed searches the same way under any load. Only where the time left is too short for that
+    population's first scoring, and the run is bound by its time limit anyway, does the clock shrink
+    it: a small search is better than none. One arena's GA and the memories' both ask this before
+    building their islands, and keep a starting plan when it says None (:func:`kept_reason` of
+    :data:`NO_GENERATION_FITS`).
     """
-    cost = seconds_per_decode * settings.population * settings.islands / max(1, numba.get_num_threads())
-    return cost > left
+    per_individual = seconds_per_decode / max(1, numba.get_num_threads())
+    if per_individual * settings.population * settings.islands <= left:
+        return settings
+    affordable = int(left / max(per_individual, 1e-12))
+    if affordable < 4:
+        return None
+    islands = max(1, min(settings.islands, affordable // settings.population))
+    population = min(settings.population, affordable // islands)
+    return replace(
+        settings, islands=islands, population=population, elite=min(settings.elite, population - 1)
+    )
 
 
 def kept_reason(reason: str, kept: str) -> str:

@@ -17,7 +17,7 @@ from gaplanner.search.ga.budget import (
     NO_GENERATION_FITS,
     Pacing,
     first_generation_seconds,
-    first_generation_too_costly,
+    fit_first_generation,
     fit_population_to_budget,
     kept_reason,
     nominal_seconds,
@@ -74,8 +74,10 @@ def run_ga(
     if decode_seconds is None:  # not even one decode fitted the time limit
         return _kept(problem, plans, settings, started, NO_GENERATION_FITS)
     settings = fit_population_to_budget(problem, settings, nominal_seconds(settings, deadline))
-    if first_generation_too_costly(settings, _ga_decode_seconds(plans), deadline.left()):
+    fitted = fit_first_generation(settings, _ga_decode_seconds(plans), deadline.left())
+    if fitted is None:
         return _kept(problem, plans, settings, started, NO_GENERATION_FITS)
+    settings = fitted
     deadline.stage("genetic search")
     termination = Termination(settings, problem.lower_bound, should_stop, started, deadline=deadline)
     building = time.perf_counter()

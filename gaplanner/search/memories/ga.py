@@ -25,7 +25,7 @@ from gaplanner.search.ga.budget import (
     NO_GENERATION_FITS,
     Pacing,
     first_generation_seconds,
-    first_generation_too_costly,
+    fit_first_generation,
     fit_population_to_budget,
     kept_reason,
     nominal_seconds,
@@ -66,8 +66,10 @@ def memory_ga(
     spill = decoder.decode(spill_order(problem))
     decode_seconds = time.perf_counter() - decoding
     settings = fit_population_to_budget(problem, settings, nominal_seconds(settings, deadline))
-    if first_generation_too_costly(settings, decode_seconds, deadline.left()):
+    fitted = fit_first_generation(settings, decode_seconds, deadline.left())
+    if fitted is None:
         return _spill_kept(problem, spill, settings, started)
+    settings = fitted
     seeds = seed_orders(problem, deadline)
     lower_bound = problem.memories.cost_lower_bound()  # type: ignore[union-attr]
     deadline.stage("genetic search")
