@@ -4,7 +4,7 @@ On the largest inputs one first-fit decode takes seconds and a generation
 tens of them. So the search fits its population to the budget before it
 starts, from a cost model of the problem and the nominal budget (so the same
 seed and generations search the same way under any load), gives up on
-searching when not even the first generation fits, and, once a whole
+searching when not even a shrunk first generation fits, and, once a whole
 generation no longer fits in the time left, runs the islands' local search
 alone for as long as one fits. Only these last two read the clock.
 """
@@ -82,8 +82,8 @@ def fit_population_to_budget(
     working. What a decode costs comes from :func:`modelled_decode_seconds` and the budget is the
     nominal one (``seconds``, default: the settings' time limit; see :func:`nominal_seconds`), so
     the population depends on the input and the settings alone, never on the machine's load. Only
-    the time-limit guards (:func:`fit_first_generation`, :class:`Pacing`) read the clock:
-    they may end a run early, not change what it searches.
+    the time-limit guards (:func:`fit_first_generation`, :class:`Pacing`) read the clock: they end
+    a run early, or shrink the first population of a run whose time limit binds anyway.
     """
     seconds = settings.time_limit if seconds is None else seconds
     if seconds is None or seconds == math.inf:
