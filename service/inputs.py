@@ -1,6 +1,7 @@
 """From a request body to a job the store can keep: parsing, limits and the library's own checks.
 
-Runs in a thread of the server's pool, never on the event loop: it parses the
+Runs on the event loop for small bodies, in a thread of the server's pool for
+larger ones (:meth:`service.routes.JobHandlers.accept`): it parses the
 JSON and builds the problem once (conflicts, cycles, unknown ids, sizes are
 all the library's checks), so a job that is accepted will plan.
 """
@@ -81,6 +82,17 @@ MAX_INTEGER = 2**53 - 1
 MAX_TOTAL_BYTES = 2**62
 
 
+#: Integers written with at most this many digits lie below 10**12, far within MAX_INTEGER.
+SHORT_DIGITS = 12
+_DIGITS_AS_ONES = bytes.maketrans(b"0123456789", b"1" * 10)
+
+
+def short_numbers(body: bytes) -> bool:
+    """Whether no run of digits in ``body`` is longer than SHORT_DIGITS: then the integer checks below,
+    which walk every value of the parsed document in Python, have nothing to find."""
+    return b"1" * (SHORT_DIGITS + 1) not in body.translate(_DIGITS_AS_ONES)
+
+
 def _any_huge_integer(value: Any) -> bool:
     """Whether parsed JSON holds an integer beyond ±MAX_INTEGER (no paths built: the common case)."""
     stack = [value]
@@ -122,6 +134,13 @@ def _total_bytes(document: Document) -> int:
     return total
 
 
+def _small_buffer_list(document: Document) -> bool:
+    """Whether a document whose numbers are all short (:func:`short_numbers`) is sure to total less
+    than MAX_TOTAL_BYTES: a buffer list (sizes as written; a tensor's comes from its shape), and
+    below two million blocks, each adding a size and a padding under 10**SHORT_DIGITS."""
+    return document.buffers is not None and len(document.buffers) * 2 * 10**SHORT_DIGITS < MAX_TOTAL_BYTES
+
+
 def _check_total(total: int, field: str) -> None:
     if total >= MAX_TOTAL_BYTES:
         raise ApiError(422, f"the blocks add up to {total} bytes; at most 2**62 can be planned", field)
@@ -137,15 +156,22 @@ def rules_from_options(options: dict[str, Any]) -> Rules:
 
 
 def _problem(
-    kind: str, graph: Any, settings: ServiceSettings, rules: Rules, algorithm: str, searched: bool = False
+    kind: str,
+    graph: Any,
+    settings: ServiceSettings,
+    rules: Rules,
+    algorithm: str,
+    searched: bool = False,
+    short: bool = False,
 ):
     """The problem of a request's ``graph``, with the server's limits applied first.
 
     A document with ``memories`` is planned across them (plan jobs only; a
     comparison plans one arena), by an algorithm that plans across memories.
     ``searched``: the order is searched (a pool's interleaving need not be given).
+    ``short``: the request's numbers are all short (:func:`short_numbers`).
     """
-    problem = _one_arena_problem(graph, settings, rules, searched)
+    problem = _one_arena_problem(graph, settings, rules, searched, short)
     if problem.memories is None:
         return problem
     if kind == "compare":
@@ -161,7 +187,9 @@ def _problem(
     return problem
 
 
-def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules, searched: bool = False):
+def _one_arena_problem(
+    graph: Any, settings: ServiceSettings, rules: Rules, searched: bool = False, short: bool = False
+):
     try:
         if isinstance(graph, str):
             if not graph.startswith(NAME_PREFIXES):
@@ -178,15 +206,15 @@ def _one_arena_problem(graph: Any, settings: ServiceSettings, rules: Rules, sear
             _check_blocks(problem.n, "graph", settings)
             return problem
         _check_blocks(*_raw_block_count(graph), settings)
-        if (path := _huge_integer(graph, "graph")) is not None:
+        if not short and (path := _huge_integer(graph, "graph")) is not None:
             raise ApiError(422, f"integers must lie within ±{MAX_INTEGER} (2**53 - 1)", path)
         if isinstance(graph, dict) and "models" in graph:
             return _pool_problem(graph, settings, rules, searched)
         document = parse_document(graph)
         _check_blocks(document.block_count, "graph", settings)
-        _check_total(
-            _total_bytes(document), "graph.buffers" if document.buffers is not None else "graph.tensors"
-        )
+        if not (short and _small_buffer_list(document)):
+            field = "graph.buffers" if document.buffers is not None else "graph.tensors"
+            _check_total(_total_bytes(document), field)
         return build_problem(document, rules=rules)
     except InputError as exc:
         raise _graph_error(exc) from None
@@ -256,13 +284,17 @@ def parse_request(kind: str, body: bytes) -> PlanRequest | CompareRequest:
     return parse_body(body, PlanRequest if kind == "plan" else CompareRequest)  # type: ignore[return-value]
 
 
-def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceSettings) -> NewJob:
-    """A validated job: options within the server's caps, an input that builds a problem."""
+def prepare(
+    kind: str, request: PlanRequest | CompareRequest, settings: ServiceSettings, body: bytes | None = None
+) -> NewJob:
+    """A validated job: options within the server's caps, an input that builds a problem. ``body``, the
+    request's JSON text, is what the job stores and its worker reads."""
     options = _options(kind, request.options.model_dump(), settings)  # type: ignore[attr-defined]
     graph = request.graph  # type: ignore[attr-defined]
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"
     searched = kind == "plan" and options.get("schedule") == "search"
-    problem = _problem(kind, graph, settings, rules_from_options(options), algorithm, searched)
+    short = body is not None and short_numbers(body)
+    problem = _problem(kind, graph, settings, rules_from_options(options), algorithm, searched, short)
     if searched:  # after _problem: a name is one the server knows
         _check_schedulable(graph)
     return NewJob(
@@ -274,6 +306,7 @@ def prepare(kind: str, request: PlanRequest | CompareRequest, settings: ServiceS
         blocks=problem.n,
         lower_bound=problem.lower_bound,
         algorithm=options.get("algorithm", "compare"),
+        request=body,
     )
 
 

@@ -267,16 +267,17 @@ class JobManager:
         except StoreFull:  # left 'running' in the store: the next start runs it again
             log.exception("could not record that job %s did not start", job_id)
 
-    def _submit(self, job_id: str, slot: int, kind: str, graph: Any, options: dict[str, Any]) -> Future:
+    def _submit(self, job_id: str, slot: int, kind: str, request: bytes, options: dict[str, Any]) -> Future:
         if self._executor is None:
             raise RuntimeError("the worker pool has been shut down")
+        job = (worker.run_stored, job_id, slot, kind, request, options, self.settings.max_trace_records)
         try:
-            return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
+            return self._executor.submit(*job)
         except BrokenProcessPool:
             log.warning("the worker pool broke; starting a new one")
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = self._new_executor()
-            return self._executor.submit(worker.run_job, job_id, slot, kind, graph, options)
+            return self._executor.submit(*job)
 
     def _release(self, job_id: str, slot: int, back_to_queue: bool = False) -> None:
         with self._cond:
@@ -352,15 +353,15 @@ class JobManager:
             self.store.requeue(job_id, count_attempt=False)  # shutdown: the next start runs it again
             return
         status = "cancelled" if result["stopped"] and cancel_requested else "done"
-        trace = thin_trace(result["trace"], self.settings.max_trace_records)
         self.store.finish(
             job_id,
             status,
-            result=result.get("plan") or result.get("comparison"),
-            trace={"records": trace, "total_records": len(result["trace"])},
-            layout=result.get("layout"),
+            result=result["result"],
+            trace=result["trace"],
+            layout=result["layout"],
             progress=result["progress"],
             peak=result["peak"],
+            rendered=True,
         )
 
     def _worker_died(self, job_id: str, stopping: bool, blamed: bool = True) -> None:

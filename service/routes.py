@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -209,11 +210,14 @@ class JobHandlers:
     def manager(self) -> JobManager:
         return self.state["manager"]
 
-    def job(self, kind: str, job_id: str) -> dict[str, Any]:
+    def _row(self, kind: str, job_id: str) -> sqlite3.Row:
         row = self.store.get(job_id)
         if row is None or row["kind"] != kind:
             raise ApiError(404, f"no {JOB_ROUTES[kind].noun} job with id {job_id!r}", "id")
-        live = self.manager.live(job_id) if row["status"] == "running" else None
+        return row
+
+    def _fields(self, kind: str, row: sqlite3.Row, result: Any) -> dict[str, Any]:
+        live = self.manager.live(row["id"]) if row["status"] == "running" else None
         live_progress, live_cancel = live if live is not None else (None, False)
         return {
             "id": row["id"],
@@ -229,26 +233,42 @@ class JobHandlers:
             "cancel_requested": bool(row["cancel_requested"]) or live_cancel,
             "attempts": row["attempts"],
             "links": _links(kind, row["id"]),
-            JOB_ROUTES[kind].result: json.loads(row["result"]) if row["result"] else None,
+            JOB_ROUTES[kind].result: result,
         }
+
+    def job(self, kind: str, job_id: str) -> dict[str, Any]:
+        row = self._row(kind, job_id)
+        return self._fields(kind, row, json.loads(row["result"]) if row["result"] else None)
+
+    def _render(self, kind: str, row: sqlite3.Row) -> bytes:
+        """The job's JSON. A result its worker rendered (:func:`service.worker.rendered`) goes in as
+        it is where the job rendered without it says null: the route's model has the result last, so
+        these are the bytes of rendering the whole job, without parsing and validating the result."""
+        model = JOB_ROUTES[kind].job
+        if row["result"] and row["result_rendered"]:
+            empty = model.model_validate(self._fields(kind, row, None)).model_dump_json().encode()
+            if empty.endswith(f'"{JOB_ROUTES[kind].result}":null}}'.encode()):
+                return empty[: -len(b"null}")] + row["result"].encode() + b"}"
+        job = self._fields(kind, row, json.loads(row["result"]) if row["result"] else None)
+        return model.model_validate(job).model_dump_json().encode()
 
     def job_json(self, kind: str, job_id: str) -> bytes:
         """The job as its route's response model renders it; finished jobs from the cache."""
         cached = self._rendered.get(job_id)
         if cached is not None and cached[0] == kind:
             return cached[1]
-        job = self.job(kind, job_id)
-        body = JOB_ROUTES[kind].job.model_validate(job).model_dump_json().encode()
-        if job["status"] in FINISHED and len(body) <= RENDERED_BYTES // 16:
+        row = self._row(kind, job_id)
+        body = self._render(kind, row)
+        if row["status"] in FINISHED and len(body) <= RENDERED_BYTES // 16:
             self._rendered[job_id] = (kind, body)
             self._rendered_bytes += len(body)
             while self._rendered_bytes > RENDERED_BYTES:
                 self._rendered_bytes -= len(self._rendered.popitem(last=False)[1][1])
         return body
 
-    def submit(self, kind: str, request: BaseModel, response: Response, key: str | None = None,
+    def submit(self, kind: str, request: BaseModel, body: bytes, response: Response, key: str | None = None,
                digest: str | None = None) -> dict[str, Any]:  # fmt: skip
-        job = prepare(kind, request, self.settings)  # type: ignore[arg-type]
+        job = prepare(kind, request, self.settings, body)  # type: ignore[arg-type]
         try:
             self.manager.submit(replace(job, idempotency_key=key, request_digest=digest))
         except DuplicateKey:  # the same key submitted at once: the first one stored is the job
@@ -282,8 +302,8 @@ class JobHandlers:
         if key is not None and (earlier := self.replay(kind, key, digest, response)) is not None:
             return earlier
         if not inline or isinstance(parsed.graph, str):  # type: ignore[attr-defined]
-            return await run_in_threadpool(self.submit, kind, parsed, response, key, digest)
-        return self.submit(kind, parsed, response, key, digest)
+            return await run_in_threadpool(self.submit, kind, parsed, body, response, key, digest)
+        return self.submit(kind, parsed, body, response, key, digest)
 
     def page(self, kind: str, limit: int, after: int | None, status: str | None) -> dict[str, Any]:
         rows, total = self.store.page(kind, limit, after, status)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -45,14 +45,21 @@ CREATE TABLE IF NOT EXISTS jobs (
     error TEXT,
     peak INTEGER,
     idempotency_key TEXT,
-    request_digest TEXT
+    request_digest TEXT,
+    request BLOB,
+    result_rendered INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_kind_seq ON jobs (kind, seq);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 """
 
 #: Columns added since the first schema, with their types: a store written before gets them on opening.
-_ADDED_COLUMNS = {"idempotency_key": "TEXT", "request_digest": "TEXT"}
+_ADDED_COLUMNS = {
+    "idempotency_key": "TEXT",
+    "request_digest": "TEXT",
+    "request": "BLOB",
+    "result_rendered": "INTEGER NOT NULL DEFAULT 0",
+}
 
 #: One job per kind and idempotency key: a retried submission finds the job it made.
 _KEY_INDEX = (
@@ -81,12 +88,20 @@ class StoreFull(Exception):
     """A write failed because the disk under the database is full (or failing); nothing was changed."""
 
 
+def json_text(value: Any) -> str | None:
+    """The compact JSON text the store keeps (None stays NULL)."""
+    return None if value is None else json.dumps(value, separators=(",", ":"))
+
+
 def _storage_error(exc: sqlite3.Error) -> bool:
     return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _STORAGE_ERRORS
 
 
 @dataclass(frozen=True)
 class NewJob:
+    """A job as submitted. ``request`` is the submission's JSON text, stored as it came, so that the
+    graph is never encoded again; without it (jobs made in code), ``graph`` is stored."""
+
     id: str
     kind: str
     graph: Any
@@ -97,6 +112,7 @@ class NewJob:
     algorithm: str
     idempotency_key: str | None = None
     request_digest: str | None = None
+    request: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -185,12 +201,12 @@ class JobStore:
             with self._writing() as db:
                 db.execute(
                     "INSERT INTO jobs (id, kind, status, graph, options, name, blocks, lower_bound, "
-                    "algorithm, created, idempotency_key, request_digest) "
-                    "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "algorithm, created, idempotency_key, request_digest, request) "
+                    "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         job.id,
                         job.kind,
-                        json.dumps(job.graph, separators=(",", ":")),
+                        "" if job.request is not None else json.dumps(job.graph, separators=(",", ":")),
                         json.dumps(job.options),
                         job.name,
                         job.blocks,
@@ -199,6 +215,7 @@ class JobStore:
                         created,
                         job.idempotency_key,
                         job.request_digest,
+                        job.request,
                     ),
                 )
         except sqlite3.IntegrityError as exc:
@@ -213,8 +230,9 @@ class JobStore:
             "SELECT id, status, request_digest FROM jobs WHERE kind = ? AND idempotency_key = ?", (kind, key)
         )
 
-    def mark_running(self, job_id: str) -> tuple[str, Any, dict[str, Any]] | None:
-        """queued -> running; the job's kind, graph and options, or None if it is no longer queued."""
+    def mark_running(self, job_id: str) -> tuple[str, bytes, dict[str, Any]] | None:
+        """queued -> running; the job's kind, request text (JSON holding its ``graph``) and options, or
+        None if it is no longer queued. The text goes to the worker as stored: it parses it anyway."""
         with self._transaction() as db:
             changed = db.execute(
                 "UPDATE jobs SET status = 'running', started = ? WHERE id = ? AND status = 'queued'",
@@ -222,37 +240,41 @@ class JobStore:
             ).rowcount
             if not changed:
                 return None
-            row = db.execute("SELECT kind, graph, options FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return row["kind"], json.loads(row["graph"]), json.loads(row["options"])
+            row = db.execute(
+                "SELECT kind, graph, options, request FROM jobs WHERE id = ?", (job_id,)
+            ).fetchone()
+        request = row["request"] if row["request"] is not None else f'{{"graph":{row["graph"]}}}'.encode()
+        return row["kind"], request, json.loads(row["options"])
 
     def finish(
         self,
         job_id: str,
         status: str,
         *,
-        result: Any = None,
-        trace: Any = None,
-        layout: Any = None,
-        progress: Any = None,
+        result: str | None = None,
+        trace: str | None = None,
+        layout: str | None = None,
+        progress: str | None = None,
         peak: int | None = None,
         error: str | None = None,
+        rendered: bool = False,
     ) -> None:
-        def text(value: Any) -> str | None:
-            return None if value is None else json.dumps(value, separators=(",", ":"))
-
+        """A job's end, with its result, trace, layout and progress as JSON texts (:func:`json_text`).
+        ``rendered``: the result is the text its route answers with (the response model's JSON)."""
         with self._writing() as db:
             db.execute(
                 "UPDATE jobs SET status = ?, finished = ?, result = ?, trace = ?, layout = ?, "
-                "progress = COALESCE(?, progress), peak = ?, error = ? WHERE id = ?",
+                "progress = COALESCE(?, progress), peak = ?, error = ?, result_rendered = ? WHERE id = ?",
                 (
                     status,
                     time.time(),
-                    text(result),
-                    text(trace),
-                    text(layout),
-                    text(progress),
+                    result,
+                    trace,
+                    layout,
+                    progress,
                     peak,
                     error,
+                    int(rendered),
                     job_id,
                 ),
             )
@@ -337,7 +359,7 @@ class JobStore:
     # --- reads ------------------------------------------------------------------------------------
 
     def get(self, job_id: str) -> sqlite3.Row | None:
-        return self._one(f"SELECT {_SUMMARY}, result FROM jobs WHERE id = ?", (job_id,))
+        return self._one(f"SELECT {_SUMMARY}, result, result_rendered FROM jobs WHERE id = ?", (job_id,))
 
     def get_columns(self, job_id: str, *columns: str) -> sqlite3.Row | None:
         allowed = {"status", "kind", "lower_bound", "result", "trace", "layout", "name", "algorithm"}

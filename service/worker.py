@@ -1,4 +1,9 @@
-"""What runs inside a worker process: one job, from its stored request to a JSON-ready result.
+"""What runs inside a worker process: one job, from its stored request text to the texts the store keeps.
+
+Texts both ways: the server validated the request and stored its text; the
+worker parses that text (it builds the problem anyway) and encodes what it
+found, so the server neither decodes nor encodes a graph or a plan, and
+neither crosses the process boundary as Python objects.
 
 The parent hands each process, at start-up, a progress queue and a shared
 array of cancel flags (one per slot of the pool). A job reports a
@@ -139,14 +144,58 @@ def _scheduled_problem(graph: Any, options: dict[str, Any], deadline: Any) -> tu
     return (*scheduled_problem(schedulable_document(graph), "search", rules, settings), False)
 
 
-def run_job(job_id: str, slot: int | None, kind: str, graph: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """Plan (or compare on) one input; what the store keeps of the result."""
+def rendered(kind: str, result: dict[str, Any]) -> str:
+    """A plan or comparison as its job route answers it, the response model's JSON: the server puts
+    this text into its answers as it is. Read from its JSON text first, as the server reads results
+    stored without it."""
+    import json
+
+    from service.models import Comparison, PlanResult
+
+    model = PlanResult if kind == "plan" else Comparison
+    return model.model_validate(json.loads(json.dumps(result))).model_dump_json()
+
+
+def run_stored(
+    job_id: str, slot: int | None, kind: str, request: bytes, options: dict[str, Any], max_trace: int
+) -> dict[str, Any]:
+    """:func:`run_job` on a stored request text; the result, trace (thinned to about ``max_trace``
+    records), layout and progress as the store's JSON texts, with the peak and whether it stopped."""
+    import json
+
+    from service.jobs import thin_trace
+    from service.store import json_text
+
+    started = time.perf_counter()  # reading the request counts in the job's time, as in run_job
+    result = run_job(job_id, slot, kind, json.loads(request)["graph"], options, started)
+    records = result["trace"]
+    return {
+        "result": rendered(kind, result.get("plan") or result.get("comparison")),
+        "trace": json_text({"records": thin_trace(records, max_trace), "total_records": len(records)}),
+        "layout": json_text(result.get("layout")),
+        "progress": json_text(result["progress"]),
+        "peak": result["peak"],
+        "stopped": result["stopped"],
+    }
+
+
+def run_job(
+    job_id: str,
+    slot: int | None,
+    kind: str,
+    graph: Any,
+    options: dict[str, Any],
+    started: float | None = None,
+) -> dict[str, Any]:
+    """Plan (or compare on) one input; what the store keeps of the result. ``started``: when the job
+    started (``time.perf_counter()``; default now)."""
     from gaplanner.deadline import Deadline
     from gaplanner.problem.loading import load_problem
     from gaplanner.solve import compare
     from service.inputs import rules_from_options
 
-    started = time.perf_counter()  # the job's time limit counts from here, not from its submission
+    if started is None:  # the job's time limit counts from its start, not from its submission
+        started = time.perf_counter()
     if _progress is not None and slot is not None:  # which process runs the job, should one die
         _progress.put((job_id, {"pid": os.getpid()}))
     algorithm = options.get("algorithm", "ga") if kind == "plan" else "ga"

@@ -28,7 +28,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.config import ServiceSettings
 from service.jobs import JobManager
-from service.store import JobStore, NewJob, StoreFull
+from service.store import JobStore, NewJob, StoreFull, json_text
 from service.testing import (
     FINISHED,
     buffers_document,
@@ -63,7 +63,7 @@ def test_a_full_store_refuses_writes_cleanly_and_takes_them_again_once_it_has_ro
     cap_size(store, None)
     with pytest.raises(StoreFull):
         store.insert(job(1, 2000))
-    big = {"blocks": [{"id": f"b{i}", "offset": i, "size": 1} for i in range(5000)]}
+    big = json_text({"blocks": [{"id": f"b{i}", "offset": i, "size": 1} for i in range(5000)]})
     with pytest.raises(StoreFull):  # a result does not
         store.finish("job0", "done", result=big, peak=1)
     assert store.get("job0")["status"] == "running"  # nothing half written
