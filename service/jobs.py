@@ -80,7 +80,12 @@ class JobManager:
     def __init__(self, settings: ServiceSettings, store: JobStore) -> None:
         self.settings, self.store = settings, store
         self._ctx = multiprocessing.get_context("spawn")
-        self._cond = threading.Condition()
+        # One lock, two conditions: the dispatcher waits for a queued job and a free slot, the retry
+        # thread for something unsaved; a submission wakes the dispatcher alone, and only when a slot
+        # is free (each wake-up makes the threads trade the GIL).
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)
+        self._unsaved_cond = threading.Condition(lock)
         self._pending: deque[str] = deque()
         self._free: list[int] = list(range(settings.workers))[::-1]
         self._running: dict[str, _Running] = {}
@@ -149,6 +154,7 @@ class JobManager:
             for running in self._running.values():
                 self._cancel[running.slot] = 1
             self._cond.notify_all()
+            self._unsaved_cond.notify_all()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
@@ -183,7 +189,8 @@ class JobManager:
                     503, "the server's storage is full; retry later", None, {"Retry-After": "30"}
                 ) from exc
             self._pending.append(job.id)
-            self._cond.notify_all()
+            if self._free:  # else the dispatcher waits for a slot, and the job that frees it wakes it
+                self._cond.notify()
 
     def cancel(self, job_id: str) -> str:
         """``cancelled`` (it was queued), ``stopping`` (it runs and will stop) or its finished status."""
@@ -303,6 +310,7 @@ class JobManager:
             with self._cond:
                 record = lambda: self._record(job_id, future, stopping, cancel_requested, blamed)  # noqa: E731
                 self._unsaved.append((f"the end of job {job_id}", record))
+                self._unsaved_cond.notify()
         except Exception:
             log.exception("could not record the end of job %s", job_id)
         finally:
@@ -312,7 +320,7 @@ class JobManager:
         """Write what the store could not take (the last run's recovery, ends of jobs), once it can."""
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopping or self._unsaved)
+                self._unsaved_cond.wait_for(lambda: self._stopping or self._unsaved)
                 if self._stopping and not self._unsaved:
                     return
                 what, record = self._unsaved[0]
