@@ -22,9 +22,9 @@ memories the planner derived for the blocks from it.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.documents.lifetimes import WORKSPACE_SUFFIX
 from gaplanner.errors import PlanError
 from gaplanner.problem.problem import Problem
@@ -49,7 +49,7 @@ def _clash(problem: Problem, a: int, b: int, offsets: np.ndarray, shown: Shown |
     return _describe(problem, a, b, local, f"memory {names[memory_of[a]]!r}")
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _mark(tree, leaves, r, delta):
     node = leaves + r
     while node >= 1:
@@ -57,7 +57,7 @@ def _mark(tree, leaves, r, delta):
         node >>= 1
 
 
-@nb.njit(cache=True)
+@njit
 def _neighbour(tree, leaves, r, step):
     """The nearest marked rank below ``r`` (``step`` -1) or above it (``step`` 1); -1 if none."""
     node, side = leaves + r, 0 if step < 0 else 1
@@ -72,7 +72,7 @@ def _neighbour(tree, leaves, r, step):
     return -1
 
 
-@nb.njit(cache=True)
+@njit
 def _sweep_overlap(events, by_address, offsets, ends):
     """The first pair of blocks live at once whose address ranges overlap, or ``(-1, -1)``.
 
@@ -125,7 +125,7 @@ def _edge_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = N
     return None
 
 
-@nb.njit(cache=True)
+@njit
 def _address_overlap(by_address, offsets, ends, acquire, release):
     """The first pair ``(a, b)``, ``a < b``, overlapping in memory with neither done before the other
     starts (some component of one's release above the other's acquire, both ways), or ``(-1, -1)``."""

@@ -26,8 +26,9 @@ its work budget, it still returns the heaviest clique it found.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from gaplanner.compiled import njit
 
 
 def max_load(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray) -> int:
@@ -50,7 +51,7 @@ def load_profile(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray) -> tup
     return times, np.cumsum(change)
 
 
-@nb.njit(cache=True)
+@njit
 def _greedy_clique_weight(lower, upper, sizes, indptr, indices):
     n = len(sizes)
     best = 0
@@ -103,7 +104,7 @@ CLIQUE_WORK_BUDGET = 20_000_000
 MAX_CLIQUE_SEARCH_BLOCKS = 5_000
 
 
-@nb.njit(cache=True)
+@njit
 def _branching_nodes(adjacent, weights, candidates, target, budget):
     """The candidates a clique heavier than ``target`` (beyond the blocks chosen) must take one of.
 
@@ -148,7 +149,7 @@ def _branching_nodes(adjacent, weights, candidates, target, budget):
     return candidates[alive]
 
 
-@nb.njit(cache=True)
+@njit
 def _expand(adjacent, weights, candidates, weight, best, budget):
     """The heaviest clique weight found: ``best`` or a clique of ``weight`` plus some ``candidates``."""
     best = max(best, weight)

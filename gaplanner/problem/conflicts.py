@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
+
+from gaplanner.compiled import njit
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class ConflictGraph:
         return rows[upper], self.indices[upper]
 
 
-@nb.njit(cache=True)
+@njit
 def _interval_degrees(order, lower, upper):
     n = len(order)
     deg = np.zeros(n, np.int64)
@@ -61,7 +62,7 @@ def _interval_degrees(order, lower, upper):
     return deg
 
 
-@nb.njit(cache=True)
+@njit
 def _interval_fill(order, lower, upper, indptr):
     n = len(order)
     fill = indptr[:-1].copy()

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.documents.cores import Cores
 from gaplanner.problem.conflicts import ConflictGraph
 
@@ -84,7 +84,7 @@ def graph_happens_before(release: np.ndarray, writer: np.ndarray, cores: Cores) 
     return HappensBefore(acquire, np.ascontiguousarray(release, np.int64))
 
 
-@nb.njit(cache=True)
+@njit
 def _chains(acquire, order, max_chains):
     """Greedy chains of ``acquire`` in ``order`` (a linear extension): each point joins the first chain
     whose last point it is at or above in every component; -1 when it fits none of ``max_chains``."""
@@ -160,7 +160,7 @@ class OrderIndex:
         return self.rank, self.acquire, self.release, self.reach, self.groups
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _before(release, r, acquire, s):
     """Whether rank ``r`` is done before rank ``s`` starts."""
     for i in range(release.shape[1]):  # noqa: SIM110 (a loop numba compiles to an early exit)
@@ -169,7 +169,7 @@ def _before(release, r, acquire, s):
     return True
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _passes(reach, r, acquire, s):
     """Whether some release of rank ``r``'s group up to it passes rank ``s``'s acquire somewhere."""
     for i in range(reach.shape[1]):  # noqa: SIM110 (a loop numba compiles to an early exit)
@@ -178,13 +178,13 @@ def _passes(reach, r, acquire, s):
     return False
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def conflict(release, acquire, r, s):
     """Whether ranks ``r`` and ``s`` (distinct) conflict: neither is done before the other starts."""
     return not _before(release, r, acquire, s) and not _before(release, s, acquire, r)
 
 
-@nb.njit(cache=True)
+@njit
 def order_runs(s, index, runs):
     """Fill ``runs``: per group, the first and end rank of the blocks that may conflict with rank ``s``."""
     _, acquire, release, reach, groups = index
@@ -211,7 +211,7 @@ def order_runs(s, index, runs):
         runs[0, g], runs[1, g] = lo, end
 
 
-@nb.njit(cache=True)
+@njit
 def _each_conflict(index, fill, indptr, values, out):
     """Per block: its conflict count (``fill`` False), or its neighbours written into ``out`` from
     ``indptr`` (``fill`` True, ``values`` gives what to write per rank)."""
@@ -255,7 +255,7 @@ def order_pairs(index: OrderIndex) -> tuple[np.ndarray, np.ndarray]:
     return indptr, indices
 
 
-@nb.njit(cache=True)
+@njit
 def greatest_conflicting(index, values, floor):
     """Per block, its conflict count and the greatest of ``values`` (per block) over the blocks it
     conflicts with, or ``floor`` where none is greater: ``(degrees, greatest)``, in one pass."""

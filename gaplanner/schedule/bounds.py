@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.schedule.dag import Dag
 from gaplanner.schedule.memory import Blocks
 
@@ -37,7 +37,7 @@ class SurelyLive:
     bound: int
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _surely_live(
     topo: np.ndarray,
     pred_ptr: np.ndarray,
@@ -99,7 +99,7 @@ def _surely_live(
     return load, related
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _popcount(x: np.uint64) -> int:
     count = 0
     while x:
@@ -108,7 +108,7 @@ def _popcount(x: np.uint64) -> int:
     return count
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _lowest_bit(x: np.uint64) -> int:
     bit = 0
     while not (x >> np.uint64(bit)) & np.uint64(1):

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 from numba import types
 from numba.typed import Dict
 
+from gaplanner.compiled import njit
 from gaplanner.schedule.bounds import SurelyLive
 from gaplanner.schedule.dag import Dag
 from gaplanner.schedule.memory import Blocks
@@ -50,7 +50,7 @@ class PartsResult:
         return self.solved == self.parts
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _part_dp(
     m: int,
     pred_mask: np.ndarray,

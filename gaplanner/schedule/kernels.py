@@ -6,9 +6,9 @@ local search walk across orders of one peak towards one that lowers it.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.schedule.bounds import _surely_live
 from gaplanner.schedule.exact import _part_dp
 from gaplanner.schedule.memory import _live_bytes, _peak_and_count
@@ -21,7 +21,7 @@ LONG_DRAGS = 0.25
 CARRY_SPAN = 64
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def decode_keys(
     keys: np.ndarray, pred_ptr: np.ndarray, succ_ptr: np.ndarray, succ_idx: np.ndarray
 ) -> np.ndarray:
@@ -49,12 +49,12 @@ def decode_keys(
     return order
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _less(ka: float, oa: int, kb: float, ob: int) -> bool:
     return ka < kb or (ka == kb and oa < ob)
 
 
-@nb.njit(cache=True)
+@njit
 def _push(hk: np.ndarray, ho: np.ndarray, size: int, key: float, op: int) -> int:
     i = size
     hk[i], ho[i] = key, op
@@ -68,7 +68,7 @@ def _push(hk: np.ndarray, ho: np.ndarray, size: int, key: float, op: int) -> int
     return size + 1
 
 
-@nb.njit(cache=True)
+@njit
 def _pop(hk: np.ndarray, ho: np.ndarray, size: int) -> int:
     size -= 1
     hk[0], ho[0] = hk[size], ho[size]
@@ -86,7 +86,7 @@ def _pop(hk: np.ndarray, ho: np.ndarray, size: int) -> int:
         i = smallest
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def score_keys(
     keys: np.ndarray,
     pred_ptr: np.ndarray,
@@ -109,7 +109,7 @@ def score_keys(
     return out
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _move(order: np.ndarray, pos: np.ndarray, src: int, dst: int) -> None:
     """Move the operator at position ``src`` to position ``dst``, shifting those between."""
     k = order[src]
@@ -125,7 +125,7 @@ def _move(order: np.ndarray, pos: np.ndarray, src: int, dst: int) -> None:
     pos[k] = dst
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _drag(
     order: np.ndarray,
     pos: np.ndarray,
@@ -161,7 +161,7 @@ def _drag(
         mark[order[p]] = False
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _carry(
     order: np.ndarray,
     pos: np.ndarray,
@@ -203,7 +203,7 @@ def _carry(
     return lo, hi
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _group_move(
     kind: int,
     order: np.ndarray,
@@ -247,7 +247,7 @@ def _group_move(
     return min(src, dst), max(src, dst)
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def local_search(
     order: np.ndarray,
     moves: int,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.documents.lifetimes import analyse_graph
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import Document
@@ -123,7 +123,7 @@ def _reach(storage, b: int):  # type: ignore[no-untyped-def]
     return storage.reach[b] if storage.reach else None
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _live_bytes(
     pos: np.ndarray,
     n: int,
@@ -170,7 +170,7 @@ def _live_bytes(
         diff[p] = running
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def _peak_and_count(load: np.ndarray) -> tuple[int, int]:
     peak = load[0]
     count = 0

@@ -23,9 +23,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.documents.lifetimes import WORKSPACE_SUFFIX
 from gaplanner.errors import InputError
 from gaplanner.plans.plan import Plan, make_plan
@@ -57,12 +57,12 @@ def greedy_size(problem: Problem) -> Plan:
     return make_plan(problem, offsets, "greedy-size", started)
 
 
-@nb.njit(cache=True)
+@njit
 def _align_up(x, alignment):
     return (x + alignment - 1) // alignment * alignment
 
 
-@nb.njit(cache=True)
+@njit
 def _free(free_start, free_end, count, start, end):
     """Insert [start, end) into the offset-sorted free list, coalescing neighbours."""
     at = np.searchsorted(free_start[:count], start)
@@ -86,7 +86,7 @@ def _free(free_start, free_end, count, start, end):
     return count + 1
 
 
-@nb.njit(cache=True)
+@njit
 def _take(free_start, free_end, count, k, offset, end):
     """Allocate [offset, end) out of free block k; keep what is left of it."""
     start, stop = free_start[k], free_end[k]
@@ -100,7 +100,7 @@ def _take(free_start, free_end, count, k, offset, end):
     return count
 
 
-@nb.njit(cache=True)
+@njit
 def _best_fit_coalescing(sizes, alignments, lower, reuse_at, step):
     n = len(sizes)
     offsets = np.full(n, -1, np.int64)
@@ -150,7 +150,7 @@ def _best_fit_coalescing(sizes, alignments, lower, reuse_at, step):
     return offsets
 
 
-@nb.njit(cache=True)
+@njit
 def _grown(offsets, arena, gap_start, gap_end, size, alignment, step):
     """Extend the free gap ``[gap_start, gap_end)`` so ``size`` fits: every block from its end on
     moves up by the same amount (no two blocks come closer); the new arena."""
@@ -161,7 +161,7 @@ def _grown(offsets, arena, gap_start, gap_end, size, alignment, step):
     return arena + shift
 
 
-@nb.njit(cache=True)
+@njit
 def _placed_conflicts(b, offsets, sizes, indptr, indices, index, block_of, runs, starts, ends):
     """The ranges of ``b``'s placed conflicts, from the pair list, or (``indptr`` empty) from the
     happens-before vectors' index (:mod:`gaplanner.problem.order`); their count."""
@@ -184,7 +184,7 @@ def _placed_conflicts(b, offsets, sizes, indptr, indices, index, block_of, runs,
     return count
 
 
-@nb.njit(cache=True)
+@njit
 def _best_fit_over_conflicts(sizes, alignments, order, indptr, indices, index, step):
     """Best-fit-coalescing where the free list of each block is the arena less its placed conflicts.
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.errors import InputError
 from gaplanner.problem.order import OrderIndex
 from gaplanner.problem.problem import Problem
@@ -41,18 +42,17 @@ from gaplanner.search.order_decoder import decode_order_population
 
 INT32_SENTINEL = np.iinfo(np.int32).max // 2
 INT64_SENTINEL = np.iinfo(np.int64).max // 2
-# First-fit sweeps a block's ranges at most this many times before it sorts them,
-# if it has at least SORT_MIN_RANGES of them (see _first_fit_deep).
+# First-fit sorts a block's ranges after this many sweeps if it has SORT_MIN_RANGES (_first_fit_deep).
 SWEEPS_BEFORE_SORT = 16
 SORT_MIN_RANGES = 512
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", error_model="numpy")
 def _align_up(x, alignment):
     return x if alignment == 1 else (x + alignment - 1) // alignment * alignment
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", error_model="numpy")
 def _gather(indices, start, count, placed, starts, ends):
     """Copy the ranges of the ``count`` neighbours from ``indices[start]`` on, placed or not.
 
@@ -68,7 +68,7 @@ def _gather(indices, start, count, placed, starts, ends):
         ends[k] = placed[1, j]
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", error_model="numpy")
 def _gather_placed(indices, start, count, placed, starts, ends):
     """Copy the ranges of the placed neighbours only; return their count.
 
@@ -85,7 +85,7 @@ def _gather_placed(indices, start, count, placed, starts, ends):
     return placed_count
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", error_model="numpy")
 def _sort_by_start(starts, count, keys, index_bits):
     """Fill ``keys[:count]`` with ``start << index_bits | k``, sorted: the ranges in order of start."""
     for k in range(count):
@@ -93,7 +93,7 @@ def _sort_by_start(starts, count, keys, index_bits):
     keys[:count].sort()
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", error_model="numpy")
 def _sweep(size, alignment, starts, ends, count, candidate, sweeps):
     """Jump the candidate past every range overlapping it, at most ``sweeps`` times.
 
@@ -116,13 +116,13 @@ def _sweep(size, alignment, starts, ends, count, candidate, sweeps):
     return candidate, False
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", error_model="numpy")
 def _first_fit_offset(size, alignment, starts, ends, count):
     """Lowest aligned offset where ``[offset, offset + size)`` meets none of the ranges."""
     return _sweep(size, alignment, starts, ends, count, 0, count + 1)[0]  # each jump passes a range
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def _first_fit_deep(size, alignment, starts, ends, count, index_bits, scratch):
     """First-fit for a block with many ranges: a few sweeps, then one pass in order of start.
 
@@ -140,7 +140,7 @@ def _first_fit_deep(size, alignment, starts, ends, count, index_bits, scratch):
     return _first_fit_by_start(size, alignment, starts, ends, count, candidate, index_bits, scratch)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def _first_fit_by_start(size, alignment, starts, ends, count, candidate, index_bits, scratch):
     """First-fit from ``candidate``, in one pass over the ranges ending above it in order of start."""
     above, spare, buckets = scratch[0], scratch[1], scratch[2]
@@ -159,7 +159,7 @@ def _first_fit_by_start(size, alignment, starts, ends, count, candidate, index_b
     return candidate
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def _sort_indices(index, count, keys, index_bits, spare, buckets):
     """Sort ``index[:count]`` (each below ``2**index_bits``) by ``keys[index]``.
 
@@ -205,7 +205,7 @@ def _sort_indices(index, count, keys, index_bits, spare, buckets):
     index[:count] = spare[:count]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def _best_fit_offset(size, alignment, starts, ends, count, keys, index_bits):
     """Offset of the smallest gap between the ranges that holds ``size`` (else their top)."""
     _sort_by_start(starts, count, keys, index_bits)
@@ -221,7 +221,7 @@ def _best_fit_offset(size, alignment, starts, ends, count, keys, index_bits):
     return best if best >= 0 else _align_up(frontier, alignment)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def workspace(sizes, indptr):
     """The arrays one thread's decodes write into, reused row after row.
 
@@ -238,7 +238,7 @@ def workspace(sizes, indptr):
     return placed, np.empty(width, sizes.dtype), np.empty(width, sizes.dtype), np.empty((3, width), np.int64)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def _sorting_offset(
     size, alignment, indices, start, degree, best_fit, index_bits, placed, starts, ends, scratch
 ):
@@ -255,7 +255,7 @@ def _sorting_offset(
     return _first_fit_offset(size, alignment, starts, ends, count)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def decode_row(
     order, first, known, sizes, alignments, indptr, indices, pinned, best_fit, index_bits, sentinel, work,
     offsets,
@@ -309,7 +309,7 @@ def thread_chunks(rows: int) -> int:
     return max(1, min(rows, 4 * nb.get_num_threads()))
 
 
-@nb.njit(cache=True, parallel=True, error_model="numpy")
+@njit(parallel=True, error_model="numpy")
 def decode_population_into(
     orders, prefix, known, sizes, alignments, indptr, indices, pinned, best_fit, index_bits, sentinel,
     offsets, chunks,

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.problem.problem import Problem
 from gaplanner.search.decoder import Decoder, decode_row, thread_chunks, workspace
-from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_row, interval_workspace
+from gaplanner.search.interval_decoder import decode_interval_row, interval_workspace
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Scores:
         self.offsets[index] = other.offsets
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
     if interval:
         return lower[a] < upper[b] and lower[b] < upper[a]
@@ -75,7 +76,7 @@ def _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
     return k < len(row) and row[k] == b
 
 
-@nb.njit(cache=True)
+@njit
 def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
     """Share of adjacent pairs of ``seq`` (blocks by address) in a reuse relation."""
     if len(seq) < 2:
@@ -88,7 +89,7 @@ def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
     return reuse / (len(seq) - 1)
 
 
-@nb.njit(cache=True)
+@njit
 def _sort_by_address(order, offsets, out):
     """Write ``order`` stably sorted by ``offsets`` into ``out``.
 
@@ -116,12 +117,12 @@ def _sort_by_address(order, offsets, out):
             return
 
 
-@nb.njit(cache=True, parallel=True, nogil=True)
-def _score_population(
-    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel, intervals,
+@njit(parallel=True, nogil=True)
+def _score_pairs(
+    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel, first_fit,
     durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
 ):  # fmt: skip
-    """Decode each order, re-sort it by address and score it (in parallel, as the decoder).
+    """Decode each order from the pair list, re-sort it by address and score it (in parallel).
 
     Re-sorting by address is the reuse-ordering step "pre-allocate, then sort
     by start address". First-fit decoding of the re-sorted order gives every block the
@@ -130,30 +131,38 @@ def _score_population(
     placed before it that were not lie below it too, in space it did not use.
     So an individual's stored offsets are exactly those of its stored order,
     which lets a child be decoded from where it departs from its parent.
-    ``intervals``: the decoder's interval index arrays when it places from lifetimes
-    (``indptr`` is then empty), else those of a one-block placeholder.
+    ``first_fit`` is always true; it is an argument, not the constant, because
+    numba compiles a second copy of the decoder for a constant argument.
     """
-    from_lifetimes = len(indptr) == 0
     for c in nb.prange(chunks):
-        work = workspace(sizes[:1], np.zeros(2, np.int64)) if from_lifetimes else workspace(sizes, indptr)
-        lifetime_work = interval_workspace(len(sizes) if from_lifetimes else 0, intervals[5].shape[1])
+        work = workspace(sizes, indptr)
         for i in range(c, len(orders), chunks):
-            order, row = orders[i], offsets[i]
-            if from_lifetimes:
-                peaks[i] = decode_interval_row(
-                    order, prefix[i], known[i], sizes, alignments, intervals, pinned, False, lifetime_work,
-                    row,
-                )  # fmt: skip
-            else:
-                peaks[i] = decode_row(
-                    order, prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
-                    False, index_bits, sentinel, work, row,
-                )  # fmt: skip
+            peaks[i] = decode_row(
+                orders[i], prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
+                not first_fit, index_bits, sentinel, work, offsets[i],
+            )  # fmt: skip
             _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
                        by_address, excess, contiguity)  # fmt: skip
 
 
-@nb.njit(cache=True, inline="always")
+@njit(parallel=True, nogil=True)
+def _score_lifetimes(
+    orders, prefix, known, sizes, alignments, intervals, pinned, first_fit,
+    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
+):  # fmt: skip
+    """:func:`_score_pairs` for a decoder that places from the lifetimes (``intervals``: its index arrays)."""
+    for c in nb.prange(chunks):
+        work = interval_workspace(len(sizes), intervals[5].shape[1])
+        for i in range(c, len(orders), chunks):
+            peaks[i] = decode_interval_row(
+                orders[i], prefix[i], known[i], sizes, alignments, intervals, pinned, not first_fit, work,
+                offsets[i],
+            )  # fmt: skip
+            _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
+                       by_address, excess, contiguity)  # fmt: skip
+
+
+@njit(inline="always")
 def _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity, by_address,
                excess, contiguity):  # fmt: skip
     """Re-sort row ``i`` by address; its bytes above the floor weighted by lifetime; its contiguity."""
@@ -169,10 +178,10 @@ def _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use
         contiguity[i] = _contiguity(by_address[i], *contiguity_args)
 
 
-@nb.njit(cache=True, parallel=True, nogil=True)
+@njit(parallel=True, nogil=True)
 def _score_decoded(orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity, by_address,
                    excess, contiguity, chunks):  # fmt: skip
-    """Score rows decoded already (by the multi-core decoder without pairs), as :func:`_score_population`."""
+    """Score rows decoded already (by the multi-core decoder without pairs), as :func:`_score_pairs`."""
     for c in nb.prange(chunks):
         for i in range(c, len(orders), chunks):
             _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
@@ -204,8 +213,7 @@ class PopulationFitness:
         self._contiguity_args = (
             problem.sizes, not pairs, problem.lower, problem.upper, indptr, sorted_indices
         )  # fmt: skip
-        index = self.decoder.intervals or IntervalIndex.of(np.zeros(1), np.ones(1))  # a placeholder for pairs
-        self._intervals = index.arrays()
+        self._intervals = self.decoder.intervals.arrays() if self.decoder.intervals is not None else None
 
     def __call__(
         self, orders: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
@@ -233,13 +241,18 @@ class PopulationFitness:
             )  # fmt: skip
             self.evaluations += population
             return by_address, scores
-        _score_population(
-            orders, np.ascontiguousarray(known[0], np.int64),
-            d.known_offsets(np.ascontiguousarray(known[1], np.int64)),
-            d.sizes, d.alignments, d.indptr, d.indices, d.pinned, d.index_bits, d.sentinel, self._intervals,
+        known_offsets = d.known_offsets(np.ascontiguousarray(known[1], np.int64))
+        scored = (
             self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
             by_address, offsets, scores.peaks, scores.excess, scores.contiguity, thread_chunks(population),
         )  # fmt: skip
+        prefix = np.ascontiguousarray(known[0], np.int64)
+        if d.intervals is not None:
+            _score_lifetimes(orders, prefix, known_offsets, d.sizes, d.alignments, self._intervals, d.pinned,
+                             True, *scored)  # fmt: skip
+        else:
+            _score_pairs(orders, prefix, known_offsets, d.sizes, d.alignments, d.indptr, d.indices, d.pinned,
+                         d.index_bits, d.sentinel, True, *scored)  # fmt: skip
         self.evaluations += population
         return by_address, scores
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
+
 NOT_PLACED = np.iinfo(np.int64).max
 # First-fit sweeps the ranges at most this many times before it sorts them, if there are at least
 # SORT_MIN_RANGES of them (as the pair-list decoder, gaplanner.search.decoder).
@@ -36,12 +38,12 @@ SWEEPS_BEFORE_SORT = 16
 SORT_MIN_RANGES = 512
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _align_up(x, alignment):
     return x if alignment == 1 else (x + alignment - 1) // alignment * alignment
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _sweep(size, alignment, starts, ends, count, sweeps):
     """Jump the candidate (from 0) past every range overlapping it, at most ``sweeps`` times.
 
@@ -90,13 +92,13 @@ class IntervalIndex:
         return self.lower, self.upper, self.rank, self.sorted_lower, self.sorted_upper, self.classes
 
 
-@nb.njit(cache=True)
+@njit
 def interval_workspace(n, classes):
     """One thread's arrays: the placed ranges by rank, the gathered ranges and the runs per class."""
     return np.empty((2, n), np.int64), np.empty((2, max(n, 1)), np.int64), np.empty((2, classes), np.int64)
 
 
-@nb.njit(cache=True)
+@njit
 def _runs(b, index, runs):
     """Fill ``runs`` with the first and end rank, per class, of the blocks that may overlap ``b``."""
     lower, upper, _, sorted_lower, _, classes = index
@@ -107,7 +109,7 @@ def _runs(b, index, runs):
         runs[1, c] = first + np.searchsorted(run, upper[b], side="left")
 
 
-@nb.njit(cache=True)
+@njit
 def _gather(after, sorted_upper, placed, runs, found):
     """Copy the placed ranges of the runs' blocks that end after ``after`` into ``found``; their count."""
     starts, ends, found_starts, found_ends = placed[0], placed[1], found[0], found[1]
@@ -120,7 +122,7 @@ def _gather(after, sorted_upper, placed, runs, found):
     return count
 
 
-@nb.njit(cache=True)
+@njit
 def first_fit_offset(size, alignment, starts, ends, count):
     """Lowest aligned offset clear of the ``count`` ranges.
 
@@ -141,7 +143,7 @@ def first_fit_offset(size, alignment, starts, ends, count):
     return candidate
 
 
-@nb.njit(cache=True)
+@njit
 def best_fit_offset(size, alignment, starts, ends, count):
     """Offset of the smallest gap between the ranges that holds ``size`` (the lowest such), else their top."""
     frontier, best, best_gap = 0, -1, np.iinfo(np.int64).max
@@ -154,14 +156,14 @@ def best_fit_offset(size, alignment, starts, ends, count):
     return best if best >= 0 else _align_up(frontier, alignment)
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _place(placed, rank, b, offset, size):
     placed[0, rank[b]] = offset
     placed[1, rank[b]] = offset + size
     return offset + size
 
 
-@nb.njit(cache=True)
+@njit
 def decode_interval_row(order, first, known, sizes, alignments, index, pinned, best_fit, work, offsets):
     """Place the blocks of ``order`` (see :func:`gaplanner.search.decoder.decode_row`); return the peak.
 
@@ -195,7 +197,7 @@ def decode_interval_row(order, first, known, sizes, alignments, index, pinned, b
     return peak
 
 
-@nb.njit(cache=True, parallel=True)
+@njit(parallel=True)
 def decode_interval_population(
     orders, prefix, known, sizes, alignments, index, pinned, best_fit, offsets, chunks
 ):  # fmt: skip

@@ -4,7 +4,7 @@ Nothing here runs at import time. :func:`prepare` runs once per process, at
 the first use of the decoder (or from :func:`gaplanner.search.warm.warm_up`):
 
 * **A consistent cache.** Numba caches a compiled function together with the
-  callees compiled into it (``fitness._score_population`` carries its own copy
+  callees compiled into it (``fitness._score_pairs`` carries its own copy
   of ``decoder.decode_row``) and the module constants it read, but invalidates
   the entry only when the function's own file changes: after an edit to
   ``decoder.py`` a search would keep running the old decoder from the cache.

@@ -16,17 +16,18 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.problem.order import conflict, order_runs
 from gaplanner.search.interval_decoder import NOT_PLACED, best_fit_offset, first_fit_offset
 
 
-@nb.njit(cache=True)
+@njit
 def order_workspace(n, groups):
     """One thread's arrays: the placed ranges by rank, the gathered ranges and the runs per group."""
     return np.empty((2, n), np.int64), np.empty((2, max(n, 1)), np.int64), np.empty((2, groups), np.int64)
 
 
-@nb.njit(cache=True)
+@njit
 def _gather(s, index, placed, runs, found):
     """Copy the placed ranges of the blocks conflicting with rank ``s`` into ``found``; their count."""
     _, acquire, release, _, groups = index
@@ -40,7 +41,7 @@ def _gather(s, index, placed, runs, found):
     return count
 
 
-@nb.njit(cache=True)
+@njit
 def decode_order_row(order, first, known, sizes, alignments, index, pinned, best_fit, work, offsets):
     """Place the blocks of ``order`` (see :func:`gaplanner.search.decoder.decode_row`); return the peak.
 
@@ -77,7 +78,7 @@ def decode_order_row(order, first, known, sizes, alignments, index, pinned, best
     return peak
 
 
-@nb.njit(cache=True, parallel=True)
+@njit(parallel=True)
 def decode_order_population(
     orders, prefix, known, sizes, alignments, index, pinned, best_fit, offsets, chunks
 ):

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
 from gaplanner.search.neighbours import uses_intervals, uses_order_index
 
 
-@nb.njit(cache=True)
+@njit
 def _ordered_crossover(first, second, cut_a, cut_b, child, taken):
     """Linear order crossover: ``first[a:b]`` in place, the rest in ``second``'s order."""
     taken[:] = False
@@ -34,7 +34,7 @@ def _ordered_crossover(first, second, cut_a, cut_b, child, taken):
         pos += 1
 
 
-@nb.njit(cache=True)
+@njit
 def _crossover_all(parents, pairs, cuts, children):
     taken = np.zeros(parents.shape[1], np.bool_)
     for i in range(len(pairs)):
@@ -73,7 +73,7 @@ PEAK_MOVE, SWAP, INSERTION, INVERSION = 0, 1, 2, 3
 MUTATIONS = {"peak move": PEAK_MOVE, "swap": SWAP, "insertion": INSERTION, "inversion": INVERSION}
 
 
-@nb.njit(cache=True)
+@njit
 def _move(order, source, target):
     """Move the gene at ``source`` to ``target``, shifting the ones between."""
     gene = order[source]
@@ -84,7 +84,7 @@ def _move(order, source, target):
     order[target] = gene
 
 
-@nb.njit(cache=True)
+@njit
 def _peak_move(order, critical, u, v):
     """Move one critical block (``critical[block]``) to an earlier place in the order.
 
@@ -105,7 +105,7 @@ def _peak_move(order, critical, u, v):
             pick -= 1
 
 
-@nb.njit(cache=True)
+@njit
 def _mutate_rows(orders, rows, kinds, draws, critical):
     n = orders.shape[1]
     for r in range(len(rows)):
@@ -164,7 +164,7 @@ class HoleGuide:
 HOLE_BLOCKERS = 32
 
 
-@nb.njit(cache=True)
+@njit
 def _position(order, gene):
     for k in range(len(order)):
         if order[k] == gene:
@@ -172,7 +172,7 @@ def _position(order, gene):
     return -1
 
 
-@nb.njit(cache=True)
+@njit
 def _busiest_instant(c, lower, upper, start_load):
     """The start time within ``c``'s lifetime at which the most bytes are live."""
     t, most = lower[c], start_load[c]
@@ -182,7 +182,7 @@ def _busiest_instant(c, lower, upper, start_load):
     return t
 
 
-@nb.njit(cache=True)
+@njit
 def _hole_move(order, offsets, sizes, lower, upper, start_load, indptr, indices, draws):
     """Lower the block over a hole at the peak's busiest instant below the blocks that keep it out.
 
@@ -257,7 +257,7 @@ def _hole_move(order, offsets, sizes, lower, upper, start_load, indptr, indices,
             _move(order, _position(order, blockers[m]), int(draws[3 + 2 * m] * first))
 
 
-@nb.njit(cache=True)
+@njit
 def _last_hole(live, offsets, sizes):
     """The block over the highest hole among ``live`` (sorted by address), and the hole's bottom."""
     front, lid, bottom = 0, -1, 0
@@ -268,7 +268,7 @@ def _last_hole(live, offsets, sizes):
     return lid, bottom
 
 
-@nb.njit(cache=True)
+@njit
 def _hole_move_rows(orders, rows, offsets, sizes, lower, upper, start_load, indptr, indices, draws):
     for r in range(len(rows)):
         _hole_move(orders[rows[r]], offsets[r], sizes, lower, upper, start_load, indptr, indices, draws[r])

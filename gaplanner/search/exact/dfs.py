@@ -17,8 +17,9 @@ placement that split them, instead of retrying their placements one by one.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from gaplanner.compiled import njit
 
 FOUND, INFEASIBLE, PAUSED, NEED_SPACE = 0, 1, 2, 3
 
@@ -47,12 +48,12 @@ KEY_CODES = {"T": 0, "W": 1, "A": 2, "Z": 3, "L": 4, "U": 5}
 DEPTH, MO_TOP, FL_TOP, RK_TOP, STAMP_NOW, NODES, FRAMES, NEXT_GROUP, SPLITS = range(9)
 
 
-@nb.njit(cache=True)
+@njit
 def _align_up(x, alignment):
     return (x + alignment - 1) // alignment * alignment
 
 
-@nb.njit(cache=True)
+@njit
 def _lowest_top(p, s, g):
     """The lowest top an unplaced movable block of group ``g`` could reach: no block goes at or above it."""
     sizes, fixed, offsets, min_off, grp = p[SIZES], p[FIXED], s[OFFSETS], s[MIN_OFF], s[GRP]
@@ -63,7 +64,7 @@ def _lowest_top(p, s, g):
     return height
 
 
-@nb.njit(cache=True)
+@njit
 def _next_candidate(p, s, d):
     """The unplaced block of level ``d``'s group with the smallest (floor, rank) above the level's key."""
     rank, twin_prev, offsets, min_off, grp = s[RANK_NOW], p[TWIN], s[OFFSETS], s[MIN_OFF], s[GRP]
@@ -83,7 +84,7 @@ def _next_candidate(p, s, d):
     return best
 
 
-@nb.njit(cache=True)
+@njit
 def _take_back(p, s, b):
     """Unplace ``b`` (its own totals and counts; the logs are rolled back by :func:`_roll_back`)."""
     bc_ptr, bc_idx, total = p[BC_PTR], p[BC_IDX], s[TOTAL]
@@ -93,7 +94,7 @@ def _take_back(p, s, b):
     s[GRP_LEFT][s[GRP][b]] += 1
 
 
-@nb.njit(cache=True)
+@njit
 def _roll_back(s, mo_mark, fl_mark):
     """Restore floors and clique floors changed since the marks."""
     sc, min_off, floor = s[SC], s[MIN_OFF], s[FLOOR]
@@ -104,7 +105,7 @@ def _roll_back(s, mo_mark, fl_mark):
     sc[MO_TOP], sc[FL_TOP] = mo_mark, fl_mark
 
 
-@nb.njit(cache=True)
+@njit
 def _place(p, s, c, capacity):
     """Place ``c`` on its floor and propagate; (still feasible, unplaced blocks conflicting with ``c``)."""
     sizes, aligns, fixed, nbr_ptr, nbr_idx = p[SIZES], p[ALIGNS], p[FIXED], p[NBR_PTR], p[NBR_IDX]
@@ -181,7 +182,7 @@ def _place(p, s, c, capacity):
     return ok, above
 
 
-@nb.njit(cache=True)
+@njit
 def _lowest_ahead(p, s, q, off, r, enough):
     """The lowest offset an unplaced member of clique ``q`` can still take after a placement at (off, r);
     it stops early at one no higher than ``enough``.
@@ -210,7 +211,7 @@ def _lowest_ahead(p, s, q, off, r, enough):
     return max(lowest, off)
 
 
-@nb.njit(cache=True)
+@njit
 def _split(p, s, d, c, above, capacity):
     """After placing ``c`` at level ``d``: split its group into connected pieces; the pieces' count."""
     nbr_ptr, nbr_idx, bc_ptr, bc_idx = p[NBR_PTR], p[NBR_IDX], p[BC_PTR], p[BC_IDX]
@@ -269,7 +270,7 @@ def _split(p, s, d, c, above, capacity):
     return pieces
 
 
-@nb.njit(cache=True)
+@njit
 def _rerank(p, s, first, pieces):
     """Order the pieces' blocks afresh by the heuristic, with each clique's weight what is left unplaced.
 
@@ -314,7 +315,7 @@ def _rerank(p, s, first, pieces):
     sc[RK_TOP] = top
 
 
-@nb.njit(cache=True)
+@njit
 def _hardest_first(p, s, first, pieces, capacity):
     """Renumber the pieces by their least slack under the target: the one most likely to fail goes first."""
     bc_ptr, bc_idx, offsets, grp, floor, total = p[BC_PTR], p[BC_IDX], s[OFFSETS], s[GRP], s[FLOOR], s[TOTAL]
@@ -337,14 +338,14 @@ def _hardest_first(p, s, first, pieces, capacity):
             grp[b] = new_label[k]
 
 
-@nb.njit(cache=True)
+@njit
 def _enter(p, s, d, g, root, key_off, key_rank):
     """Start level ``d`` on group ``g``; ``root``: the frame whose piece starts here, or -1."""
     s[LV_GROUP][d], s[LV_ROOT][d], s[LV_OFF][d], s[LV_RANK][d], s[LV_DONE][d] = g, root, key_off, key_rank, 0
     s[LV_HEIGHT][d] = _lowest_top(p, s, g)
 
 
-@nb.njit(cache=True)
+@njit
 def _pop_frames(p, s, keep):
     """Drop the frames from ``keep`` up: their pieces' blocks and cliques go back to the group split."""
     sc, grp, clq_grp, rank = s[SC], s[GRP], s[CLQ_GRP], s[RANK_NOW]
@@ -364,7 +365,7 @@ def _pop_frames(p, s, keep):
     sc[FRAMES] = keep
 
 
-@nb.njit(cache=True)
+@njit
 def _advance(p, s, d):
     """Level ``d``'s group is complete: start the next piece to solve; False when nothing is left."""
     g = s[LV_GROUP][d]
@@ -379,7 +380,7 @@ def _advance(p, s, d):
         g = s[F_PARENT][f]  # every piece done: the group that was split is done too
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(nogil=True)
 def search(p, s, capacity, budget):
     """Search for at most ``budget`` placements from the state ``s``: FOUND, INFEASIBLE or PAUSED."""
     sc = s[SC]

@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
-import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.problem.conflicts import IntervalConflicts
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact.dfs import HEURISTICS, SKYLINE
@@ -213,7 +213,7 @@ def _graph_cliques(problem_lower: np.ndarray, problem_upper: np.ndarray, sizes: 
     return list(cliques.values())
 
 
-@nb.njit(cache=True)
+@njit
 def _component_labels(indptr, indices):
     n = len(indptr) - 1
     label = np.full(n, -1, np.int64)
@@ -273,7 +273,7 @@ def components(problem: Problem) -> list[np.ndarray]:
     return np.split(order.astype(np.int64), np.flatnonzero(np.diff(label[order])) + 1)
 
 
-@nb.njit(cache=True)
+@njit
 def local_neighbours(blocks, local, indptr, indices):
     """The conflicts of ``blocks`` (CSR), in their local indices, each row sorted."""
     n = len(blocks)

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from gaplanner.compiled import njit
 from gaplanner.problem.problem import Problem
 
 #: An infeasible order's cost.
 INFEASIBLE = np.inf
 
 
-@nb.njit(cache=True)
+@njit
 def _first_fit(size, alignment, starts, ends, count):
     """Lowest aligned offset where ``[offset, offset + size)`` meets none of the ranges."""
     order = np.argsort(starts[:count], kind="mergesort")
@@ -39,7 +40,7 @@ def _first_fit(size, alignment, starts, ends, count):
     return candidate
 
 
-@nb.njit(cache=True)
+@njit
 def decode_memories_row(
     order, sizes, alignments, capacities, indptr, indices, allowed, pinned_memory, pinned_offset,
     memory_of, offsets, peaks,
@@ -85,7 +86,7 @@ def decode_memories_row(
     return True
 
 
-@nb.njit(cache=True, parallel=True)
+@njit(parallel=True)
 def _decode_population(
     orders, sizes, alignments, capacities, indptr, indices, allowed, pinned_memory, pinned_offset,
     memory_of, offsets, peaks, feasible,
