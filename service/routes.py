@@ -14,7 +14,7 @@ import json
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -27,16 +27,13 @@ from service import viewer
 from service.config import ServiceSettings
 from service.errors import ApiError
 from service.inputs import parse_request, prepare
+from service.job_kinds import JOB_ROUTES
 from service.jobs import JobManager
 from service.models import (
     Accepted,
     BundledInputs,
-    CompareJob,
-    CompareRequest,
     ErrorBody,
     JobPage,
-    PlanJob,
-    PlanRequest,
     Status,
     Trace,
     UploadedInput,
@@ -77,52 +74,6 @@ BODY_ERRORS = {
         422, "A malformed body, an invalid input document or an option beyond the server's caps."
     ),
     **error_response(503, "The queue is full; retry later."),
-}
-
-
-@dataclass(frozen=True)
-class JobRoutes:
-    """What tells the plan and the comparison route sets apart."""
-
-    path: str  # under /v1
-    noun: str  # in messages and summaries
-    result: str  # the job's result key
-    request: type[BaseModel]
-    job: type[BaseModel]
-    submit_doc: str
-    list_doc: str
-    get_doc: str
-    trace_doc: str
-    cancel_doc: str
-
-
-JOB_ROUTES: dict[str, JobRoutes] = {
-    "plan": JobRoutes(
-        path="/plans",
-        noun="plan",
-        result="plan",
-        request=PlanRequest,
-        job=PlanJob,
-        submit_doc="Queue a search for `graph`; the answer's `Location` is the job to poll.",
-        list_doc="Recent plan jobs, newest first.",
-        get_doc="Status, progress while it runs, and the verified plan once done.",
-        trace_doc="The convergence trace: best and mean peak per generation (once the job has finished).",
-        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
-        "generation and keeps its best plan).",
-    ),
-    "compare": JobRoutes(
-        path="/compare",
-        noun="comparison",
-        result="comparison",
-        request=CompareRequest,
-        job=CompareJob,
-        submit_doc="Queue first-fit, best-fit-coalescing, greedy-size and the GA on one input.",
-        list_doc="Recent comparison jobs, newest first.",
-        get_doc="Status, the GA's progress while it runs, and the comparison table once done.",
-        trace_doc="The GA's convergence trace in the comparison.",
-        cancel_doc="200 with the cancelled job when it was queued; 202 when it runs (it stops within a "
-        "generation).",
-    ),
 }
 
 

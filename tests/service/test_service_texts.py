@@ -14,7 +14,8 @@ pytest.importorskip("fastapi")
 
 from service.config import ServiceSettings
 from service.inputs import SHORT_DIGITS, parse_request, prepare, short_numbers
-from service.routes import JOB_ROUTES, JobHandlers
+from service.job_kinds import JOB_ROUTES
+from service.routes import JobHandlers
 from service.store import JobStore, NewJob, json_text
 from service.testing import buffers_document, check_plan
 from service.worker import rendered, run_job, run_stored
