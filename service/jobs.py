@@ -32,6 +32,7 @@ from service import worker
 from service.config import ServiceSettings
 from service.errors import ApiError
 from service.store import JobStore, NewJob, StoreFull
+from service.traces import thin_trace
 
 log = logging.getLogger("service.jobs")
 
@@ -59,19 +60,6 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return fields[0] not in ("Z", "X") and not int(fields[6]) & _PF_EXITING
-
-
-def thin_trace(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """At most about ``limit`` records: every improvement of the best peak, the last, evenly spaced others."""
-    if len(records) <= limit:
-        return records
-    step = max(1, len(records) // limit)
-    keep = [
-        r
-        for i, r in enumerate(records)
-        if i % step == 0 or i == len(records) - 1 or r["best_peak"] < records[i - 1]["best_peak"]
-    ]
-    return keep
 
 
 class JobManager:

@@ -9,7 +9,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from service.jobs import thin_trace
+from service.traces import thin_trace
 
 #: Most convergence points the page draws (every improvement is kept).
 MAX_POINTS = 1500

@@ -163,8 +163,8 @@ def run_stored(
     records), layout and progress as the store's JSON texts, with the peak and whether it stopped."""
     import json
 
-    from service.jobs import thin_trace
     from service.store import json_text
+    from service.traces import thin_trace
 
     started = time.perf_counter()  # reading the request counts in the job's time, as in run_job
     result = run_job(job_id, slot, kind, json.loads(request)["graph"], options, started)

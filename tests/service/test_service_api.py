@@ -616,7 +616,7 @@ def test_store_recovery_rules(tmp_path: Path) -> None:
 
 
 def test_long_traces_are_thinned_keeping_every_improvement() -> None:
-    from service.jobs import thin_trace
+    from service.traces import thin_trace
 
     records = [{"generation": g, "best_peak": 1000 - g // 700} for g in range(10_000)]
     thinned = thin_trace(records, 100)
