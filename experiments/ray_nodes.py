@@ -18,7 +18,9 @@ bound it cannot reach, for ``--seconds``. Evaluations per second are the
 search's own, from its trace: from the first record after the workers are up to
 the last, so Ray's start-up is left out of both. Then the batch runner
 (``python -m experiments.run``) plans ``--cells`` GA cells of ``--cell-seconds``
-on the two nodes; each row names the node that ran it.
+(the same problem, a seed each, so each cell runs its whole budget) on the two
+nodes; each row names the node that ran it, and the seconds each node spent on
+cells show how evenly they were spread.
 
 Root only (``ip netns``); on a machine of 2 cores the figure means something
 only when nothing else runs. The table goes to ``docs/results/ray-nodes.md``.
@@ -32,7 +34,6 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +52,13 @@ from experiments.report import write_results
 from service.testing import check_plan, unreachable_bound_document
 
 CELLS_CONFIG = """\
-inputs = ["example:seed000_queue", "zoo:mobilenetv1", "zoo:densenet121@2", "zoo:googlenet"]
+inputs = ["{source}"]
 seeds = {seeds}
 time_budgets = [{budget}]
 
 [[algorithms]]
 name = "ga"
-population = 16
+stall_generations = 1000000
 """
 
 
@@ -86,15 +87,20 @@ def search_rate(hosts: Hosts, workers: int, seconds: float) -> dict[str, Any]:
     }
 
 
-def cells_per_node(hosts: Hosts, cells: int, cell_seconds: float) -> Counter[str]:
-    """The batch runner's ``cells`` GA cells on the cluster: how many each node ran."""
-    config = hosts.workdir / "cells.toml"
-    seeds = list(range(-(-cells // 4)))
-    config.write_text(CELLS_CONFIG.format(seeds=seeds, budget=cell_seconds))
+def cells_per_node(hosts: Hosts, cells: int, cell_seconds: float) -> dict[str, list[float]]:
+    """The batch runner's ``cells`` GA cells on the cluster: per node, how many it ran and their seconds."""
+    config, source = hosts.workdir / "cells.toml", hosts.workdir / "input.json"
+    source.write_text(json.dumps(unreachable_bound_document(150, seed=3)))
+    config.write_text(CELLS_CONFIG.format(source=source, seeds=list(range(cells)), budget=cell_seconds))
     results = hosts.workdir / "cells.csv"
     argv = [sys.executable, "-m", "experiments.run", str(config), "--results", str(results)]
     hosts.run(hosts.head, *argv, "--ray-address", f"{HEAD_IP}:{PORT}", timeout=cells * cell_seconds + 300)
-    return Counter(row["host"].rpartition("/")[2] or "?" for row in runner_rows(results))
+    spread: dict[str, list[float]] = {}
+    for row in runner_rows(results):
+        node = spread.setdefault(row["host"].rpartition("/")[2] or "?", [0, 0.0])
+        node[0] += 1
+        node[1] += float(row["load_seconds"]) + float(row["seconds"])
+    return spread
 
 
 def measure(seconds: float, cells: int, cell_seconds: float) -> dict[str, Any]:
@@ -111,7 +117,7 @@ def measure(seconds: float, cells: int, cell_seconds: float) -> dict[str, Any]:
             join_node(hosts, settings, core=1)
             two = search_rate(hosts, 2, seconds)
             spread = cells_per_node(hosts, cells, cell_seconds)
-            return {"one node": one, "two nodes": two, "cells": dict(spread), "load": os.getloadavg()[0]}
+            return {"one node": one, "two nodes": two, "cells": spread, "load": os.getloadavg()[0]}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -140,14 +146,15 @@ def main(argv: list[str] | None = None) -> int:
          f"{r['span_seconds']:.1f}", f"{r['startup_seconds']:.1f}"]
         for nodes, r in ((1, one), (2, two))
     ]  # fmt: skip
-    spread = ", ".join(f"{node}: {count}" for node, count in sorted(result["cells"].items()))
+    cells = sorted(result["cells"].items())
+    spread = ", ".join(f"{node}: {n} ({seconds:.0f} s)" for node, (n, seconds) in cells)
     notes = (
         "Two network namespaces on one 2-core machine, each node `--num-cpus 1` and pinned to its own core,"
         " the `gaplanner plan` process on the head's core (with one worker it searches in-process);"
         f" the island GA alone on a 150-block problem, seed 1, `--time-limit {args.seconds:g}`."
         " Evaluations per second from the search's trace after the workers were up."
         f" Batch runner: {args.cells} cells of {args.cell_seconds:g} s ran {spread}"
-        f" (cells per node address)."
+        f" (cells per node address, and the seconds they took)."
         f" Load average (1 min) {load_before:.1f} before, {result['load']:.1f} after."
     )
     command = f"python -m experiments.ray_nodes --seconds {args.seconds:g} --cells {args.cells}"

@@ -25,7 +25,7 @@ psutil = pytest.importorskip("psutil")
 
 from gaplanner.cli import main  # noqa: E402
 from gaplanner.problem.problem import problem_from_arrays  # noqa: E402
-from gaplanner.search.distributed import IslandWorker, local_ray, run_islands  # noqa: E402
+from gaplanner.search.distributed import IslandWorker, Unit, local_ray, run_islands  # noqa: E402
 from gaplanner.search.ga import GASettings, Pacing, heuristic_orders, run_ga  # noqa: E402
 from gaplanner.solve import solve  # noqa: E402
 
@@ -68,6 +68,30 @@ def test_islands_give_the_same_verified_plan_for_the_same_seed(started_ray, prob
     assert np.array_equal(first.offsets, alone.offsets)
     assert peaks(first) == peaks(second) == peaks(alone)
     assert first.peak > problem.lower_bound  # the migration rounds did matter
+
+
+def test_the_plan_does_not_depend_on_workers_or_where_units_ran(started_ray, problem, monkeypatch) -> None:
+    """One worker, two, and two that take every island over at every unit (each unit runs where the
+    island did not): the plan and trace of the in-process search each time."""
+    from gaplanner.search.distributed import schedule
+
+    alone = run_ga(problem, SETTINGS)
+    one, two = run_islands(problem, SETTINGS, workers=1), run_islands(problem, SETTINGS, workers=2)
+    assert (one.ray.workers, two.ray.workers) == (1, 2)
+    moved: list[int] = []
+    assign = schedule.Flow.assign
+
+    def counting(flow, free, now):
+        given = assign(flow, free, now)
+        moved.extend(unit.island for _, unit in given if unit.state is not None)
+        return given
+
+    monkeypatch.setattr(schedule.Pace, "rank", lambda pace, w, steps, home, now: (w == home, w))
+    monkeypatch.setattr(schedule.Flow, "assign", counting)
+    wandering = run_islands(problem, SETTINGS, workers=2)
+    assert len(moved) >= 3 * 4  # every island moved at each of its units after the first
+    for plan in (one, two, wandering):
+        assert np.array_equal(plan.offsets, alone.offsets) and peaks(plan) == peaks(alone)
 
 
 @pytest.mark.parametrize(
@@ -113,9 +137,11 @@ def test_a_killed_worker_is_replaced_and_the_plan_is_unchanged(started_ray, prob
         killed.append(pid)
 
     def on_progress(record) -> None:
-        if record.generation == 0 and not killed:  # between phases: the next call finds it dead
+        # Records come back with the unit that ran them: generations 0 to 119 with the units up to
+        # the migration at 120, just before the units of the next 120 generations are handed out.
+        if record.generation == 0 and not killed:  # between units: the next one finds it dead
             kill(pids[0])
-        if record.generation == 120 and len(killed) == 1:  # early in the 120 generations that follow
+        if record.generation == 119 and len(killed) == 1:  # early in the 120 generations that follow
             threading.Timer(0.02, kill, args=(pids[1],)).start()
 
     plan = run_islands(
@@ -209,15 +235,15 @@ def test_the_islands_and_the_memories_searches_on_ray_end_by_the_runs_deadline(s
 
 def test_a_worker_does_not_start_a_generation_that_would_end_past_its_deadline(problem) -> None:
     settings = GASettings(population=8, generations=None, time_limit=30.0, stall_generations=None, islands=1)
-    worker = IslandWorker(problem, settings, [0], heuristic_orders(problem), {})  # the class, not an actor
+    worker = IslandWorker(problem, settings, heuristic_orders(problem))  # the class, not an actor
     worker.pacing = Pacing(10.0, 10.0, True)  # as if the last generation and local search took 10 s
-    assert worker.evolve(phase=0, steps=3, seconds_left=5.0, emigrants=0)[0].records == []
-    assert len(worker.evolve(phase=1, steps=3, seconds_left=30.0, emigrants=0)[0].records) == 3
+    assert worker.run(Unit(0, 0, 3), seconds_left=5.0).records[1:] == []  # generation 0's record alone
+    assert len(worker.run(Unit(0, 0, 3), seconds_left=30.0).records[1:]) == 3
     assert 0 < worker.pacing.generation_seconds < 10.0  # measured again
     worker.pacing = Pacing(10.0, 0.0, True)  # a generation does not fit, the local search does
-    records = worker.evolve(phase=2, steps=3, seconds_left=5.0, emigrants=0)[0].records
+    records = worker.run(Unit(0, 3, 3), seconds_left=5.0).records
     steps = [b[3] - a[3] for a, b in itertools.pairwise(records)]  # evaluations between records
-    assert len(records) == 3 and steps == [settings.local_search] * 2
+    assert len(records) == 4 and steps == [settings.local_search] * 3
     assert 0 < worker.pacing.local_search_seconds < 5.0  # measured
 
 

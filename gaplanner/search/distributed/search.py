@@ -8,16 +8,14 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
 from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, RayStats, SearchStats, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.distributed.cost import ray_pays_off
-from gaplanner.search.distributed.driver import Driver
+from gaplanner.search.distributed.driver import UNITS_IN_FLIGHT, Driver
+from gaplanner.search.distributed.schedule import Flow
 from gaplanner.search.distributed.session import ray_session
-from gaplanner.search.distributed.worker import IslandRecord
 from gaplanner.search.ga import (
     GASettings,
     ProgressCallback,
@@ -65,31 +63,6 @@ def solve_islands(
     return run_ga(problem, settings, on_progress=on_progress, should_stop=should_stop, deadline=deadline)
 
 
-def merge_records(
-    reports: dict[int, list[IslandRecord]], phase_started: float, started: float
-) -> list[GenerationRecord]:
-    """One record per generation from the islands' records (an island that stopped early counts as is)."""
-    by_generation: dict[int, dict[int, IslandRecord]] = {}
-    for k, records in reports.items():
-        for record in records:
-            by_generation.setdefault(record[0], {})[k] = record
-    merged = []
-    latest: dict[int, IslandRecord] = {}
-    for generation in sorted(by_generation):
-        latest.update(by_generation[generation])
-        current = by_generation[generation].values()
-        merged.append(
-            GenerationRecord(
-                generation=generation,
-                best_peak=min(r[1] for r in current),
-                mean_peak=float(np.mean([r[2] for r in current])),
-                evaluations=sum(r[3] for r in latest.values()),
-                elapsed=phase_started - started + max(r[4] for r in current),
-            )
-        )
-    return merged
-
-
 def run_islands(
     problem: Problem,
     settings: GASettings | None = None,
@@ -103,13 +76,14 @@ def run_islands(
 ) -> Plan:
     """The island GA on Ray workers (a local Ray unless an address is given or Ray is running).
 
-    ``settings.islands`` islands are dealt round-robin to ``min(workers, islands)``
-    workers. ``on_start(driver)`` is called once the workers are up (tests
-    use it to find the worker processes). As with :func:`~gaplanner.search.ga.run_ga`,
-    the clock starts after the kernels are compiled here, so that workers on
-    this machine load them from numba's cache. ``deadline``: the run's (by default the settings' time
-    limit from then): the starting plans, Ray's start-up and the phases come out of it, the plan's
-    verification is kept back.
+    ``settings.islands`` islands run on ``min(workers, islands)`` workers, each
+    island's units on whichever worker is free (:mod:`~gaplanner.search.distributed.schedule`).
+    ``on_start(driver)`` is called once the workers are up (tests use it to find
+    the worker processes). As with :func:`~gaplanner.search.ga.run_ga`, the clock
+    starts after the kernels are compiled here, so that workers on this machine
+    load them from numba's cache. ``deadline``: the run's (by default the
+    settings' time limit from then): the starting plans, Ray's start-up and the
+    units come out of it, the plan's verification is kept back.
     """
     warm_up()
     settings = settings or GASettings()
@@ -123,87 +97,76 @@ def run_islands(
         return at_bound
     seeds = heuristic_orders(problem, list(plans.values()))
     with ray_session(ray_address, num_cpus=max(workers, os.cpu_count() or 1)) as ray:
-        driver = Driver(ray, problem, settings, workers, should_stop, seeds)
+        driver = Driver(ray, problem, settings, workers, seeds)
         try:
-            return _search(driver, problem, settings, (started, deadline), on_progress, on_start)
+            driver.ready()
+            startup = time.perf_counter() - started
+            if on_start is not None:
+                on_start(driver)
+            hooks = (on_progress, should_stop)
+            return _search(driver, problem, settings, (started, deadline, startup), hooks)
         finally:
             driver.close()
 
 
-def _phase_length(settings: GASettings, generation: int, termination: Termination, evaluations: int) -> int:
-    """Generations up to the next migration, or fewer where a generation, stall or evaluation limit falls."""
-    s = settings
-    steps = s.migration_interval - generation % s.migration_interval
-    if s.generations is not None:
-        steps = min(steps, s.generations - generation)
-    if s.stall_generations is not None:
-        steps = min(steps, s.stall_generations - (generation - termination.last_improvement))
-    if s.max_evaluations is not None:
-        # Never past the generation where the limit falls: a generation scores at most every
-        # child twice (repeats are mutated and scored again) plus the local search's neighbours.
-        per_generation = s.islands * (2 * s.population + s.local_search)
-        steps = max(1, min(steps, -(-(s.max_evaluations - evaluations) // per_generation)))
-    return steps
+#: Seconds the driver waits for a unit before it looks at the clock and stop requests again.
+POLL_SECONDS = 0.2
 
 
 def _search(
     driver: Driver,
     problem: Problem,
     settings: GASettings,
-    clock: tuple[float, Deadline],
-    on_progress: ProgressCallback | None,
-    on_start: Callable[[Driver], None] | None,
+    clock: tuple[float, Deadline, float],
+    hooks: tuple[ProgressCallback | None, StopCheck | None],
 ) -> Plan:
-    s = settings
-    started, deadline = clock
-    # Generations, stall and the lower bound are replayed per generation of the merged records;
-    # the clock and stop requests are checked once per phase (started=inf keeps Termination's clock out).
-    termination = Termination(s, problem.lower_bound, started=math.inf)
-    trace: list[GenerationRecord] = []
+    """Hand out units until a limit, the lower bound, the clock or a stop request ends the search.
+
+    Generations, stall, evaluations and the lower bound are replayed per generation of the merged
+    records; the clock and stop requests are checked whenever a unit comes back, and by the workers
+    after each generation.
+    """
+    s, (started, deadline, startup), (on_progress, should_stop) = settings, clock, hooks
+    termination = Termination(s, problem.lower_bound, started=math.inf)  # started=inf: no clock of its own
+    flow, trace = Flow(s, driver.count), []
 
     def seconds_left() -> float | None:
         return None if deadline.limit is None else deadline.left()
 
     def absorb(records: list[GenerationRecord]) -> str | None:
-        reason = None
         for record in records:
             trace.append(record)
             if on_progress is not None:
                 on_progress(record)
             reason = termination.reason(record.generation, record.best_peak, record.evaluations)
             if reason is not None:
-                break
-        if reason is None and deadline.passed():
-            reason = "time limit"
-        if reason is None and driver.stop_requested:
-            reason = "stopped by request"
-        return reason
+                return reason
+        return None
 
-    phase_started = time.perf_counter()
-    reports = driver.evolve(0, seconds_left, 0)
-    startup = time.perf_counter() - started
-    if on_start is not None:
-        on_start(driver)
-    reason = absorb(merge_records({k: r.records for k, r in reports.items()}, phase_started, started))
-    generation = 0
-    while reason is None:
-        steps = _phase_length(s, generation, termination, trace[-1].evaluations)
-        boundary = (generation + steps) % s.migration_interval == 0
-        migrating = boundary and s.islands > 1 and s.migrants > 0
-        phase_started = time.perf_counter()
-        reports = driver.evolve(steps, seconds_left, s.migrants if migrating else 0)
-        records = {k: r.records for k, r in reports.items()}
-        reached = {r.state.generation for r in reports.values()}
-        if migrating and reached == {generation + steps}:
-            # Ring migration as gaplanner.search.ga.migrate: island k takes island k-1's best.
-            arrivals = {k: reports[(k - 1) % s.islands].emigrants for k in range(s.islands)}
-            arrived = time.perf_counter() - phase_started
-            for k, report in driver.immigrate(arrivals).items():
-                # The generation's record after migration, timed on the driver's clock.
-                records[k] = [*records[k][:-1], (*report.records[0][:4], arrived)]
-        generation = max(reached)
-        reason = absorb(merge_records(records, phase_started, started))
-    states = [driver.states[k] for k in range(s.islands)]
+    reason, ending = None, None
+    while reason is None and ending is None:
+        flow.advance(termination, trace)
+        free = [UNITS_IN_FLIGHT - driver.in_flight(w) for w in range(driver.count)]
+        for w, unit in flow.assign(free, time.perf_counter()):
+            driver.submit(w, unit, seconds_left())
+        if not driver.pending:
+            raise RuntimeError("island search: no unit running and none ready")  # never expected
+        for done in driver.wait(POLL_SECONDS):
+            flow.done(done.worker, done.unit, done.report, done.arrived)
+            if done.report is not None and done.report.state.best_peak <= problem.lower_bound:
+                ending = "lower bound reached"
+        reason = absorb(flow.records(started))
+        if deadline.passed():
+            ending = ending or "time limit"
+        if should_stop is not None and should_stop():
+            ending = ending or "stopped by request"
+    driver.stop_all()
+    while driver.pending:  # the running units return after their current generation
+        for done in driver.wait(POLL_SECONDS):
+            flow.done(done.worker, done.unit, done.report, done.arrived)
+    if reason is None:
+        reason = absorb(flow.records(started, everything=True)) or ending
+    states = [track.state for track in flow.tracks if track.state is not None]
     best = min(states, key=lambda state: state.best_peak)
     return make_plan(
         problem,
@@ -213,5 +176,5 @@ def _search(
         stop_reason=reason,
         trace=trace,
         search=SearchStats(trace[-1].generation, trace[-1].evaluations, s.seed, s.population),
-        ray=RayStats(s.islands, len(driver.actors), round(startup, 3), driver.restarts),
+        ray=RayStats(s.islands, driver.count, round(startup, 3), driver.restarts),
     )

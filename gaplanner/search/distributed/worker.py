@@ -1,16 +1,25 @@
-"""The worker side: a Ray actor evolving some islands of one search, and the state it reports back.
+"""The worker side: a Ray actor that runs units of island work, and the state each unit reports back.
 
-After every phase a worker returns its islands' state (population, random-generator
-state, counters and the best plan), so that the driver can rebuild them exactly in a
-new worker when this one dies. The state holds no scores: a new worker scores the
-population again, which gives the same scores (each stored order is sorted by
+A unit is one island's work up to its next migration (or stopping) point: take
+the arrivals of the last migration, evolve some generations, hand over the best
+orders for the next. A worker keeps the islands it has run; the driver sends an
+island's state along with a unit only when the island last ran elsewhere, so
+islands stay where they are until a faster worker takes one over. Any worker
+can take any island: it is rebuilt from its state, and an island's results
+depend only on its own state and arrivals, never on where it ran.
+
+After every unit the worker returns the island's state (population, random-generator
+state, counters and the best plan), so that the driver can rebuild it exactly
+elsewhere. The state holds no scores: a worker that takes the island over scores
+the population again, which gives the same scores (each stored order is sorted by
 address, and first-fit places such an order at the offsets it came from). So a
-phase's report stays small enough to travel inline with Ray's reply instead of
-through the object store of the node that made it.
+report stays small enough to travel inline with Ray's reply instead of through the
+object store of the node that made it.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -20,9 +29,12 @@ from typing import Any
 import numpy as np
 
 from gaplanner.problem.problem import Problem
+from gaplanner.search.fitness import PopulationFitness
 from gaplanner.search.ga import GASettings, Island, Pacing, make_island
+from gaplanner.search.variation import HoleGuide
 
-#: One island's record of one generation: generation, best peak, mean peak, evaluations, seconds.
+#: One island's record of one generation: generation, best peak, mean peak, evaluations, seconds
+#: (since the unit started on its worker).
 IslandRecord = tuple[int, int, float, int, float]
 
 
@@ -42,8 +54,27 @@ class IslandState:
 
 
 @dataclass(frozen=True)
+class Unit:
+    """One island's work: from ``generation``, take ``arrivals`` (if any), evolve ``steps`` generations.
+
+    ``state``: the island as the driver last saw it, for a worker that does not
+    hold it at ``generation`` (None: this worker does, or the island starts
+    fresh at generation 0). ``emigrants``: how many best orders to return
+    afterwards, for the next island of the ring.
+    """
+
+    island: int
+    generation: int
+    steps: int
+    arrivals: np.ndarray | None = None
+    emigrants: int = 0
+    state: IslandState | None = None
+
+
+@dataclass(frozen=True)
 class IslandReport:
-    """What a worker returns per island after a phase."""
+    """What a worker returns after a unit: a record of the unit's first generation (after the
+    arrivals) and of each generation evolved, the island's state, the emigrants."""
 
     records: list[IslandRecord]
     state: IslandState
@@ -64,52 +95,49 @@ def _set_numba_threads(threads: int) -> None:
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _restore_island(
-    problem: Problem, settings: GASettings, index: int, seeds: list[np.ndarray], state: IslandState
-) -> Island:
-    """Island ``index`` as it was in ``state``: built as anywhere else, then given the saved state."""
-    island = make_island(problem, settings, index, seeds)  # two populations scored: the price of a restart
-    island.population, island.scores = island.fitness(np.asarray(state.population, np.int64))
-    island.rng.bit_generator.state = state.rng_state
-    island.fitness.evaluations = state.evaluations
-    return island
-
-
 class IslandWorker:
-    """A Ray actor evolving some islands of one search (``indices``)."""
+    """A Ray actor running units of one search's islands, one unit at a time."""
 
     def __init__(
-        self,
-        problem: Problem,
-        settings: GASettings,
-        indices: list[int],
-        seeds: list[np.ndarray],
-        states: dict[int, IslandState | None],
-        threads: int = 1,
+        self, problem: Problem, settings: GASettings, seeds: list[np.ndarray], threads: int = 1
     ) -> None:
         self.threads = threads
         _set_numba_threads(threads)
-        self.settings = settings
-        self.lower_bound = problem.lower_bound
+        self.problem, self.settings, self.seeds = problem, settings, seeds
         self.islands: dict[int, Island] = {}
         self.generation: dict[int, int] = {}
-        for k in indices:
-            state = states.get(k)
-            if state is None:
-                self.islands[k], self.generation[k] = make_island(problem, settings, k, seeds), 0
-            else:
-                self.islands[k] = _restore_island(problem, settings, k, seeds, state)
-                self.generation[k] = state.generation
-        self.stopped_phase = -1
+        self.fitness = PopulationFitness(problem, settings.use_contiguity)  # shared arrays, a counter each
+        self.guide = HoleGuide.for_problem(problem)
+        self.stopped = False
         self.pacing = Pacing(0.0, 0.0, settings.local_search > 0)  # the last steps' times, as in run_ga
         self._lock = threading.Lock()
 
     def pid(self) -> int:
         return os.getpid()
 
-    def stop(self, phase: int) -> None:
-        """Ask the running phase (and none after it) to return after its current generation."""
-        self.stopped_phase = max(self.stopped_phase, phase)
+    def stop(self) -> None:
+        """Make the running unit, and every unit after it, return after its current generation."""
+        self.stopped = True
+
+    def _restore(self, k: int, state: IslandState) -> Island:
+        """Island ``k`` as it was in ``state``: its population scored again, its stream and counters."""
+        fitness = copy.copy(self.fitness)
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state.rng_state
+        island = Island(fitness, self.settings, rng, np.asarray(state.population, np.int64), self.guide)
+        fitness.evaluations = state.evaluations
+        return island
+
+    def _island(self, unit: Unit) -> Island:
+        """The unit's island at its generation: held here, restored from its state, or new."""
+        k = unit.island
+        if unit.state is not None:
+            self.islands[k], self.generation[k] = self._restore(k, unit.state), unit.state.generation
+        elif k not in self.islands and unit.generation == 0:
+            self.islands[k], self.generation[k] = make_island(self.problem, self.settings, k, self.seeds), 0
+        if self.generation.get(k) != unit.generation:
+            raise RuntimeError(f"island {k}: at generation {self.generation.get(k)}, not {unit.generation}")
+        return self.islands[k]
 
     def _record(self, k: int, started: float) -> IslandRecord:
         island = self.islands[k]
@@ -134,32 +162,28 @@ class IslandWorker:
         )
         return IslandReport(records, state, island.emigrants(emigrants) if emigrants else None)
 
-    def evolve(self, phase: int, steps: int, seconds_left: float | None, emigrants: int) -> dict:
-        """Up to ``steps`` generations of every island; stops early at the lower bound, deadline or stop."""
+    def run(self, unit: Unit, seconds_left: float | None) -> IslandReport:
+        """The unit; stops early at the lower bound, the deadline or a stop request.
+
+        The reply's records start with the unit's first generation, after the
+        arrivals: the record that generation has in the search's trace.
+        ``seconds_left`` counts from the unit's arrival, not from when it starts
+        after the unit before it.
+        """
+        deadline = None if seconds_left is None else time.perf_counter() + seconds_left
         with self._lock:
             _set_numba_threads(self.threads)  # numba's thread count is per calling thread
             started = time.perf_counter()
-            deadline = None if seconds_left is None else started + seconds_left
-            records: dict[int, list[IslandRecord]] = {k: [] for k in self.islands}
-            if steps == 0:
-                records = {k: [self._record(k, started)] for k in self.islands}
-            for _ in range(steps):
+            k, island = unit.island, self._island(unit)
+            if unit.arrivals is not None:
+                island.immigrate(np.array(unit.arrivals))
+            records = [self._record(k, started)]
+            for _ in range(unit.steps):
                 step = self.pacing.next_step(None if deadline is None else deadline - time.perf_counter())
-                if self.stopped_phase >= phase or step is None:
+                if self.stopped or step is None or island.best_peak <= self.problem.lower_bound:
                     break
-                self.pacing.run(step, self.islands.values())
-                for k in self.islands:
-                    self.generation[k] += 1
-                    records[k].append(self._record(k, started))
-                if min(island.best_peak for island in self.islands.values()) <= self.lower_bound:
-                    break
-            return {k: self._report(k, records[k], emigrants) for k in self.islands}
-
-    def immigrate(self, arrivals: dict[int, np.ndarray]) -> dict:
-        """Each island takes its arrivals in place of its worst; reports the new record and state."""
-        with self._lock:
-            _set_numba_threads(self.threads)
-            started = time.perf_counter()
-            for k, orders in arrivals.items():
-                self.islands[k].immigrate(np.array(orders))
-            return {k: self._report(k, [self._record(k, started)], 0) for k in arrivals}
+                self.pacing.run(step, [island])
+                self.generation[k] += 1
+                records.append(self._record(k, started))
+            emigrants = unit.emigrants if self.generation[k] == unit.generation + unit.steps else 0
+            return self._report(k, records, emigrants)
