@@ -44,29 +44,30 @@ class Track:
 
 
 class Pace:
-    """How fast each worker runs generations, and when it will be done with the units it has.
+    """How fast each worker runs generations and takes islands over, and when it will be done with
+    the units it has.
 
-    Measured from the units that came back (an average that follows changes
-    in a worker's share of its CPU); a worker not yet measured counts as fast
-    as the others.
+    Measured from the units that came back (averages that follow changes in a
+    worker's share of its CPU); a worker not yet measured counts as fast as the
+    others. Taking an island over (scoring its population again, rebuilding its
+    operators) counts as :data:`MOVE_GENERATIONS` generations until measured.
     """
 
-    #: Weight of the latest unit in a worker's seconds per generation.
+    #: Weight of the latest unit in a worker's averages.
     WEIGHT = 0.25
-    #: What taking an island over costs, in generations: its population is scored again, about
-    #: half what a generation scores.
-    MOVE_GENERATIONS = 0.5
+    MOVE_GENERATIONS = 1.0
 
     def __init__(self, workers: int) -> None:
         self.seconds_per_generation = [0.0] * workers
+        self.move_seconds = [0.0] * workers
         self.queued: list[list[float]] = [[] for _ in range(workers)]  # expected seconds, oldest first
         self.busy_until = [0.0] * workers
 
     def _seconds(self, w: int, steps: int, moved: bool) -> float:
         """A unit's expected seconds on ``w`` (a worker not measured yet: as the others' average)."""
-        measured = [s for s in self.seconds_per_generation if s > 0] or [0.0]
-        per_generation = self.seconds_per_generation[w] or sum(measured) / len(measured)
-        return (steps + self.MOVE_GENERATIONS * moved) * per_generation
+        per_generation = _or_mean(self.seconds_per_generation, w)
+        move = _or_mean(self.move_seconds, w)
+        return steps * per_generation + moved * (move or self.MOVE_GENERATIONS * per_generation)
 
     def rank(self, w: int, steps: int, home: int | None, now: float) -> tuple[float, bool]:
         """When worker ``w`` would finish a unit of ``steps`` generations given now (the island's
@@ -85,11 +86,22 @@ class Pace:
         self.busy_until[w] = now + sum(self.queued[w])
         if report is None:
             return
-        generations = len(report.records) - 1 + self.MOVE_GENERATIONS * (unit.state is not None)
-        if generations > 0:
-            seconds = report.records[-1][4] / generations
-            old = self.seconds_per_generation[w]
-            self.seconds_per_generation[w] = seconds if old == 0 else old + self.WEIGHT * (seconds - old)
+        first, last = report.records[0][4], report.records[-1][4]  # after the take-over, at the end
+        if unit.state is not None:
+            _average(self.move_seconds, w, first)
+        if len(report.records) > 1:
+            _average(self.seconds_per_generation, w, (last - first) / (len(report.records) - 1))
+
+
+def _or_mean(values: list[float], w: int) -> float:
+    """``values[w]``, or the mean of those measured when it is not."""
+    measured = [v for v in values if v > 0] or [0.0]
+    return values[w] or sum(measured) / len(measured)
+
+
+def _average(values: list[float], w: int, value: float) -> None:
+    old = values[w]
+    values[w] = value if old == 0 else old + Pace.WEIGHT * (value - old)
 
 
 class Flow:
