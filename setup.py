@@ -15,8 +15,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
+
+NATIVE = Path("gaplanner") / "native"
+
+
+def native_extensions() -> list[Extension]:
+    """One extension module per ``gaplanner/native/_*.cpp``: the C++ kernels (gaplanner/native/__init__.py).
+
+    ``-march`` is the building machine's, as numba's was: a wheel for other
+    machines is built with ``GAPLANNER_NATIVE_ARCH`` set (``x86-64-v2``, say).
+    """
+    arch = os.environ.get("GAPLANNER_NATIVE_ARCH", "native")
+    flags = ["-O3", "-std=c++17", "-fvisibility=hidden", "-pthread", f"-march={arch}"]
+    headers = sorted(str(path) for path in NATIVE.glob("*.hpp"))
+    return [
+        Extension(f"gaplanner.native.{source.stem}", [str(source)], depends=headers, language="c++",
+                  extra_compile_args=flags, extra_link_args=["-pthread"])
+        for source in sorted(NATIVE.glob("_*.cpp"))
+    ]  # fmt: skip
 
 
 class BuildWithKernels(build_py):
@@ -35,4 +53,4 @@ class BuildWithKernels(build_py):
             print("warning: gaplanner's kernels not compiled; they compile at first use", file=sys.stderr)
 
 
-setup(cmdclass={"build_py": BuildWithKernels})
+setup(cmdclass={"build_py": BuildWithKernels}, ext_modules=native_extensions())
