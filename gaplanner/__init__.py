@@ -10,8 +10,8 @@ The front door::
     problem = gaplanner.load_problem("zoo:resnet50@2")
     plan = gaplanner.solve(problem, "ga", gaplanner.GASettings(time_limit=5))
 
-Importing the package does no work: compiled kernels are checked and loaded
-at their first use, or up front with :func:`warm_up`.
+Importing the package does no work, and nothing is compiled at run time: the
+kernels are C++ built with the package (:mod:`gaplanner.native`).
 """
 
 from gaplanner.documents.onnx_import import import_onnx
@@ -26,7 +26,6 @@ from gaplanner.registry import ALGORITHMS
 from gaplanner.search.exact import ExactSettings
 from gaplanner.search.ga import GASettings
 from gaplanner.search.random_search import RandomSearchSettings
-from gaplanner.search.warm import warm_up
 from gaplanner.solve import ComparisonRow, compare, solve
 
 __all__ = [
@@ -53,5 +52,4 @@ __all__ = [
     "parse_document",
     "solve",
     "verify",
-    "warm_up",
 ]

@@ -27,8 +27,8 @@ class ServiceSettings(BaseSettings):
     workers: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, le=256, description="Searches run at once."
     )
-    numba_threads: int | None = Field(
-        None, ge=1, description="Numba threads per worker process (default: cores / workers, at least 1)."
+    worker_threads: int | None = Field(
+        None, ge=1, description="Kernel threads per worker process (default: cores / workers, at least 1)."
     )
     worker_nice: int = Field(5, ge=0, le=19, description="Niceness of the worker processes.")
     max_queue: int = Field(1000, ge=1, description="Queued jobs beyond which submissions get 503.")
@@ -58,10 +58,12 @@ class ServiceSettings(BaseSettings):
         description="Log a line per request (uvicorn's access log). Off by default: on the event loop it "
         "costs about as much as answering a status poll; errors and job events are logged either way.",
     )
-    warm_up: bool = Field(True, description="Load the compiled decoders in every worker at start-up.")
+    warm_up: bool = Field(
+        True, description="Run a small plan in every worker at start-up, so the first job finds it loaded."
+    )
 
     @property
     def threads_per_worker(self) -> int:
-        if self.numba_threads is not None:
-            return self.numba_threads
+        if self.worker_threads is not None:
+            return self.worker_threads
         return max(1, (os.cpu_count() or 1) // self.workers)

@@ -45,9 +45,9 @@ def initialize(
     threading.Thread(target=_watch_parent, name="parent-watchdog", daemon=True).start()
     if nice:
         os.nice(nice)  # searches yield the CPU to the HTTP server
-    import numba
+    from gaplanner import native
 
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    native.set_threads(threads)
     if warm_up:
         try:
             run_job("warm-up", None, "plan", "example:seed000_queue", {"generations": 1, "time_limit": 1.0})
@@ -114,17 +114,16 @@ def _plan(
 
 def job_settings(algorithm: str, options: dict[str, Any]) -> Any:
     """The algorithm's settings from a job's options. The exact search takes this worker's share of
-    the cores (its numba threads, see :class:`service.config.ServiceSettings`), not every core: the
+    the cores (its kernel threads, see :class:`service.config.ServiceSettings`), not every core: the
     other workers' jobs run beside it."""
     from dataclasses import replace
 
-    import numba
-
+    from gaplanner import native
     from gaplanner.solve import settings_for
 
     settings = settings_for(algorithm, options)
     if algorithm == "exact":
-        settings = replace(settings, threads=numba.get_num_threads())
+        settings = replace(settings, threads=native.threads())
     return settings
 
 

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import gaplanner
 from gaplanner.cli import main
-from gaplanner.search.exact import warm_up as warm_up_exact
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -41,8 +39,6 @@ def test_a_time_limit_is_kept_on_a_mid_size_input(capsys, tmp_path: Path) -> Non
     the time limit, which covers the starting plans, their set-up and verifying the plan."""
     from experiments.synthetic import synthetic_arrays, write_csv
 
-    gaplanner.warm_up()  # loading compiled code is not what this measures
-    warm_up_exact()
     source = str(tmp_path / "blocks.csv")
     write_csv(source, *synthetic_arrays(4000, seed=1))
     started = time.perf_counter()
@@ -80,7 +76,6 @@ def test_a_time_limit_is_kept_across_memories(capsys, tmp_path: Path, dram: int 
     """3,000 blocks across an SRAM and DRAM: the search across memories, its polish of the best order
     (thousands of orders a round here) and verification keep the time limit; so do the does-it-fit
     question (every memory with a capacity) and two workers (a search this short stays in-process)."""
-    gaplanner.warm_up()
     source = memories_input(tmp_path, 3000, dram)
     started = time.perf_counter()
     out = str(tmp_path / "plan.json")

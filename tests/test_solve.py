@@ -26,7 +26,7 @@ def test_the_package_exports_the_front_door() -> None:
         "ALGORITHMS",
     ):
         assert name in gaplanner.__all__ and hasattr(gaplanner, name)
-    assert gaplanner.solve is solve and callable(gaplanner.warm_up)
+    assert gaplanner.solve is solve
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -100,10 +100,7 @@ def test_compare_gives_the_ga_its_own_deadline_of_the_time_limit() -> None:
     (its starting plans and verification included), counted from its own start, not the comparison's."""
     from experiments.synthetic import synthetic_arrays
     from gaplanner.problem.loading import problem_from_json
-    from gaplanner.search.exact import warm_up as warm_up_exact
 
-    gaplanner.warm_up()  # loading compiled code is not what this measures
-    warm_up_exact()
     sizes, lower, upper = synthetic_arrays(4000, seed=1)
     buffers = [{"id": f"b{k}", "lower": int(lo), "upper": int(up), "size": int(size)}
                for k, (size, lo, up) in enumerate(zip(sizes, lower, upper, strict=True))]  # fmt: skip

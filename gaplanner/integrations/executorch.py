@@ -41,7 +41,6 @@ from gaplanner.errors import InputError
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.problem.problem import Problem, problem_from_arrays
 from gaplanner.search.ga import GASettings
-from gaplanner.search.warm import warm_up
 from gaplanner.solve import solve
 
 #: The whole program's planning budget, in seconds, unless the caller gives one.
@@ -148,7 +147,6 @@ def plan_specs(
         spec.realign(alignment)  # what ExecuTorch's algorithms do first: allocated_memory follows it
     # Read once: ExecuTorch computes allocated_memory from the shape on every read.
     sizes = {spec: int(spec.allocated_memory) for spec in specs}
-    warm_up()  # a fresh install compiles the search's kernels here, once: not out of the budget
     deadline = time.perf_counter() + time_limit
     greedy, greedy_seconds = (
         _run_greedy(mp, alignment, specs, graph_module, graph_signature, extra_padding)

@@ -32,19 +32,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-import numba
 import numpy as np
 
+from gaplanner import native
 from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact import ExactSearch, SearchResult, event_record, searchable, usable_cores
-from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga import Exchange, GASettings, ProgressCallback, StopCheck
 from gaplanner.search.pace import Pace
 from gaplanner.search.starting_plans import starting_plans
-from gaplanner.search.warm import warm_up as warm_up_kernels
 
 #: The share of the time limit the exact probes get when the settings leave it open.
 AUTO_EXACT_SHARE = 0.5
@@ -122,16 +120,14 @@ def ga_with_exact(
     """``run_ga`` (the GA, in-process or on islands) with the exact probes, see the module's text.
 
     ``side_by_side``: whether ``run_ga`` trades plans with an exchange (the GA in this process).
-    ``deadline``: the run's (default: the time limit from after loading); the starting plans are
+    ``deadline``: the run's (default: the time limit from the call); the starting plans are
     made once within it, and the exact search is set up only when it takes the problem in the time
     left then (its set-up on a large part takes seconds).
     """
     share = exact_share(problem, settings)
     if settings is None or share == 0:
         return run_ga(settings, (), on_progress, None, should_stop, deadline)
-    warm_up_kernels()
-    warm_up_exact()
-    started = time.perf_counter()  # like each search's own, the time limit counts from after loading
+    started = time.perf_counter()
     deadline = deadline or Deadline(settings.time_limit)
     # Two plans are verified at the end, the GA's and the exact search's: both are kept back.
     searching = deadline.keeping(2 * verify_seconds(problem))
@@ -359,18 +355,15 @@ def _side_by_side(
             exact.cancel()
         return exact.finished()
 
-    threads = numba.get_num_threads()  # set per thread: the exact search keeps a core to itself
     exact.start()
     try:
-        numba.set_num_threads(max(1, min(threads, usable_cores() - 1)))
-        ga_plan = run_ga(
-            settings, (), trace.from_now(), Trading(), stop, deadline.keeping(verifying), starting
-        )
+        with native.limited_threads(max(1, min(native.threads(), usable_cores() - 1))):
+            ga_plan = run_ga(
+                settings, (), trace.from_now(), Trading(), stop, deadline.keeping(verifying), starting
+            )
     except BaseException:
         exact.cancel()
         raise
-    finally:
-        numba.set_num_threads(threads)
     exact.finish(ga_plan.offsets)  # the GA may have ended before its first trade (a plan at the bound)
     exact_plan = exact.join(trace, requests, settings.seed)
     # The plan of the search that ended the run goes last: its stop reason is the run's.

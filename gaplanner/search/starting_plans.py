@@ -22,15 +22,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from gaplanner import native
 from gaplanner.deadline import Deadline, no_deadline
 from gaplanner.plans.plan import Plan, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
-from gaplanner.search import kernels
 from gaplanner.search.baselines import (
     BASELINES,
     _best_fit_coalescing,
@@ -100,19 +99,14 @@ TIMED = ("first-fit", HEAVIEST_INSTANT_FIRST)
 
 @contextmanager
 def _one_thread() -> Iterator[None]:
-    """Numba's parallel loops run on this thread alone meanwhile.
+    """The kernels' parallel loops run on this thread alone meanwhile.
 
     A starting plan decodes one order, which a parallel loop cannot share out; waking the loop's other
     threads for it anyway can cost more than the decode where the other cores are busy, or where
     another OpenMP runtime (torch's) shares the process.
     """
-    kernels.prepare()  # before the threading layer is first loaded
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with native.limited_threads(1):
         yield
-    finally:
-        numba.set_num_threads(threads)
 
 
 @dataclass(frozen=True)

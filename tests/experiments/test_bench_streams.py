@@ -45,13 +45,12 @@ def test_offsets_are_matched_back_by_id_whatever_the_order() -> None:
 
 
 def test_the_benchmark_writes_its_table(tmp_path, monkeypatch) -> None:
-    import numba
-
     from experiments.bench_streams import main
+    from gaplanner import native
 
     monkeypatch.setenv("GAPLANNER_RESULTS", str(tmp_path / "results"))
     argv = ["--threads", "3", "--blocks", "16", "--seeds", "0", "--patterns", "ring", "barrier"]
-    argv += ["--time-limit", "0.05", "--ga-threads", str(numba.get_num_threads())]
+    argv += ["--time-limit", "0.05", "--ga-threads", str(native.threads())]
     assert main(argv) == 0
     text = (tmp_path / "results" / "streams.md").read_text()
     assert "| 3 | ring | 1 |" in text and "| 3 | barrier | 1 |" in text and "| all | **all** | 2 |" in text

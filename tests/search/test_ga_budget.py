@@ -7,11 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 
-import numba
 import numpy as np
 import pytest
 
-from gaplanner import load_problem, solve
+from gaplanner import load_problem, native, solve
 from gaplanner.deadline import Deadline
 from gaplanner.search.ga import GASettings
 from gaplanner.search.ga.budget import (
@@ -99,7 +98,7 @@ def test_the_nominal_budget_is_the_least_limit_given_never_the_time_left() -> No
 
 def test_a_first_generation_too_long_for_the_time_left_shrinks_and_none_fits_below_four() -> None:
     settings = GASettings(population=48, islands=4, elite=2)
-    threads = max(1, numba.get_num_threads())
+    threads = max(1, native.threads())
     per_decode = 0.001 * threads  # a millisecond an individual
     assert fit_first_generation(settings, per_decode, 1.0) == settings
     shrunk = fit_first_generation(settings, per_decode, 0.1)  # a hundred individuals fit

@@ -16,13 +16,13 @@ import threading
 import time
 from dataclasses import replace
 
-import numba
 import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
+from gaplanner import native  # noqa: E402
 from gaplanner.cli import main  # noqa: E402
 from gaplanner.problem.problem import problem_from_arrays  # noqa: E402
 from gaplanner.search.distributed import IslandWorker, Unit, local_ray, run_islands  # noqa: E402
@@ -123,12 +123,8 @@ def test_a_killed_worker_is_replaced_and_the_plan_is_unchanged(started_ray, prob
         population=12, generations=240, time_limit=None, stall_generations=None, islands=2, seed=3,
         migration_interval=120,
     )  # fmt: skip
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)  # the reference as fast as a worker, also on a busy machine
-    try:
+    with native.limited_threads(1):  # the reference as fast as a worker, also on a busy machine
         reference = run_ga(problem, settings)
-    finally:
-        numba.set_num_threads(threads)
     pids: list[int] = []
     killed: list[int] = []
 

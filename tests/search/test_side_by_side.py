@@ -10,13 +10,12 @@ import threading
 import time
 from collections.abc import Iterator
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gaplanner import Problem, find_violation, load_problem
+from gaplanner import Problem, find_violation, load_problem, native
 from gaplanner.errors import InputError
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.baselines import first_fit
@@ -123,11 +122,11 @@ def test_a_plan_posted_from_another_thread_closes_the_search() -> None:
 
 
 @pytest.mark.skipif(usable_cores() < 2, reason="the searches run side by side on two cores or more")
-def test_side_by_side_the_default_proves_the_optimum_and_keeps_numba_threads(benchmarks) -> None:
+def test_side_by_side_the_default_proves_the_optimum_and_keeps_the_kernels_threads(benchmarks) -> None:
     problem = load_problem(benchmarks / "minimalloc" / "C.1048576.csv")
-    threads = numba.get_num_threads()
+    threads = native.threads()
     plan = solve(problem, "ga", GASettings(time_limit=5.0, seed=1))
-    assert numba.get_num_threads() == threads
+    assert native.threads() == threads
     assert plan.optimal and plan.stop_reason == "optimal" and plan.peak == problem.lower_bound
     assert find_violation(problem, plan.offsets, plan.peak) is None
     peaks = [r.best_peak for r in plan.trace]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -12,7 +11,7 @@ from hypothesis import given
 import gaplanner
 import gaplanner.search.starting_plans as starting_plans_module
 from experiments.synthetic import synthetic_problem
-from gaplanner import GASettings, find_violation, load_problem, solve
+from gaplanner import GASettings, find_violation, load_problem, native, solve
 from gaplanner.deadline import Deadline
 from gaplanner.problem.bounds import max_load
 from gaplanner.problem.problem import problem_from_arrays
@@ -187,16 +186,16 @@ def test_on_a_conflict_graph_a_decode_at_the_bound_comes_before_best_fit_coalesc
     assert solve(problem, "ga").optimal
 
 
-def test_starting_plans_leave_numba_s_threads_as_they_were(monkeypatch) -> None:
-    threads = numba.get_num_threads()
+def test_starting_plans_leave_the_kernels_threads_as_they_were(monkeypatch) -> None:
+    threads = native.threads()
     starting_plans(_small())
-    assert numba.get_num_threads() == threads
+    assert native.threads() == threads
 
     def failing(problem: gaplanner.Problem) -> np.ndarray:
-        assert numba.get_num_threads() == 1  # one order: the parallel decode starts no other thread
+        assert native.threads() == 1  # one order: the parallel decode starts no other thread
         raise RuntimeError("maker failed")
 
     monkeypatch.setitem(starting_plans_module.OFFSETS, "first-fit", failing)
     with pytest.raises(RuntimeError, match="maker failed"):
         starting_plans(_small())
-    assert numba.get_num_threads() == threads
+    assert native.threads() == threads

@@ -129,30 +129,21 @@ def test_a_finished_jobs_progress_counts_what_its_plan_counts(client: TestClient
 
 
 def test_an_exact_job_takes_its_workers_share_of_the_cores() -> None:
-    """A worker process runs with cores / workers numba threads; its exact search takes as many."""
-    import numba
-
+    """A worker process runs with cores / workers kernel threads; its exact search takes as many."""
+    from gaplanner import native
     from service.worker import job_settings
 
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
+    with native.limited_threads(1):
         assert job_settings("exact", {"time_limit": 2.0, "population": 8}).threads == 1
-    finally:
-        numba.set_num_threads(before)
     assert job_settings("ga", {"time_limit": 2.0}).time_limit == 2.0
 
 
 def test_a_jobs_time_limit_counts_from_its_start_in_the_worker() -> None:
     """4,000 blocks whose starting plans leave a gap to the bound, planned as a worker runs a job: the
     job's time limit covers reading the input, the search and verifying the plan."""
-    import gaplanner
     from experiments.synthetic import synthetic_arrays
-    from gaplanner.search.exact import warm_up as warm_up_exact
     from service.worker import run_job
 
-    gaplanner.warm_up()  # loading compiled code is not what this measures
-    warm_up_exact()
     sizes, lower, upper = synthetic_arrays(4000, seed=1)
     buffers = [{"id": f"b{k}", "lower": int(lo), "upper": int(up), "size": int(size)}
                for k, (size, lo, up) in enumerate(zip(sizes, lower, upper, strict=True))]  # fmt: skip

@@ -28,7 +28,6 @@ from gaplanner.search.ga import (
 )
 from gaplanner.search.ga.budget import nominal_seconds
 from gaplanner.search.starting_plans import starting_plans
-from gaplanner.search.warm import warm_up
 
 
 def solve_islands(
@@ -79,13 +78,10 @@ def run_islands(
     ``settings.islands`` islands run on ``min(workers, islands)`` workers, each
     island's units on whichever worker is free (:mod:`~gaplanner.search.distributed.schedule`).
     ``on_start(driver)`` is called once the workers are up (tests use it to find
-    the worker processes). As with :func:`~gaplanner.search.ga.run_ga`, the clock
-    starts after the kernels are compiled here, so that workers on this machine
-    load them from numba's cache. ``deadline``: the run's (by default the
-    settings' time limit from then): the starting plans, Ray's start-up and the
+    the worker processes). ``deadline``: the run's (by default the
+    settings' time limit from the call): the starting plans, Ray's start-up and the
     units come out of it, the plan's verification is kept back.
     """
-    warm_up()
     settings = settings or GASettings()
     deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from gaplanner import native
 from gaplanner.problem.problem import Problem
 from gaplanner.search.fitness import PopulationFitness
 from gaplanner.search.ga import GASettings, Island, Pacing, make_island
@@ -89,12 +90,6 @@ def _compact(orders: np.ndarray) -> np.ndarray:
     return orders
 
 
-def _set_numba_threads(threads: int) -> None:
-    import numba
-
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-
-
 class IslandWorker:
     """A Ray actor running units of one search's islands, one unit at a time."""
 
@@ -102,7 +97,7 @@ class IslandWorker:
         self, problem: Problem, settings: GASettings, seeds: list[np.ndarray], threads: int = 1
     ) -> None:
         self.threads = threads
-        _set_numba_threads(threads)
+        native.set_threads(threads)
         self.problem, self.settings, self.seeds = problem, settings, seeds
         self.islands: dict[int, Island] = {}
         self.generation: dict[int, int] = {}
@@ -172,7 +167,7 @@ class IslandWorker:
         """
         deadline = None if seconds_left is None else time.perf_counter() + seconds_left
         with self._lock:
-            _set_numba_threads(self.threads)  # numba's thread count is per calling thread
+            native.set_threads(self.threads)  # the kernels' thread count is per calling thread
             started = time.perf_counter()
             k, island = unit.island, self._island(unit)
             if unit.arrivals is not None:

@@ -52,10 +52,7 @@ from gaplanner.deadline import Deadline
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats, make_plan
 from gaplanner.plans.verify import verify_seconds
 from gaplanner.problem.problem import Problem
-from gaplanner.search.exact.dfs import HEURISTICS
-from gaplanner.search.exact.parts import Part, local_neighbours
 from gaplanner.search.exact.parts_search import OnEvent, PartsSearch, SearchResult
-from gaplanner.search.exact.probes import Probe
 from gaplanner.search.exact.settings import ExactSettings
 from gaplanner.search.exact.strands import RandomTargets, run_strands
 
@@ -204,31 +201,6 @@ class ExactSearch:
         return search_plan(self.problem, self.parts, result, [], seed)
 
 
-_warm = False
-
-
-def warm_up() -> None:
-    """Load (or compile) the search with a two-block problem, once per process."""
-    from gaplanner.search.kernels import prepare
-
-    global _warm
-    if _warm:
-        return
-    prepare()  # a stale on-disk cache is dropped before any kernel loads
-    pair = np.arange(2)
-    nbr_ptr, nbr_idx = local_neighbours(pair, pair, np.array([0, 1, 2]), np.array([1, 0], np.int32))
-    part = Part(
-        blocks=pair, sizes=np.ones(2, np.int64), aligns=np.ones(2, np.int64),
-        fixed=np.full(2, -1, np.int64), nbr_ptr=nbr_ptr, nbr_idx=nbr_idx,
-        clq_ptr=np.array([0, 2]), clq_idx=np.array([0, 1]), bc_ptr=np.array([0, 1, 2]),
-        bc_idx=np.array([0, 0]),
-        features={k: np.ones(2, np.int64) for k in "WATZLU"}, bound=2, grain=1,
-        twin_class=np.zeros(2, np.int64),
-    )  # fmt: skip
-    Probe(part, 2, HEURISTICS[0]).run(10)
-    _warm = True
-
-
 def exact_search(
     problem: Problem,
     settings: ExactSettings | None = None,
@@ -240,8 +212,6 @@ def exact_search(
     deadline: Deadline | None = None,
 ) -> Plan:
     """The best plan the exact search finds within the time limit, with the lower bound it proved.
-
-    The time limit counts from after the compiled code is loaded (:func:`warm_up`).
 
     ``incumbent``: offsets of a valid plan to start from (default: see
     :func:`incumbent_plan`; the best of :mod:`gaplanner.search.starting_plans` is
@@ -257,11 +227,7 @@ def exact_search(
     ``deadline``: the run's (:mod:`gaplanner.deadline`; default: the time limit from after loading),
     which the starting plans, the set-up and the probes spend, the plan's verification kept back.
     """
-    from gaplanner.search.warm import warm_up as warm_up_kernels
-
     settings = settings or ExactSettings()
-    warm_up_kernels()  # the baselines' decoder, for the incumbent
-    warm_up()
     started = time.perf_counter()  # the time limit is the search's budget, as for the GA
     deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     if search is None and incumbent is None:

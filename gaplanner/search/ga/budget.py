@@ -16,8 +16,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-import numba
-
+from gaplanner import native
 from gaplanner.deadline import Deadline
 from gaplanner.problem.problem import Problem
 from gaplanner.search.ga.island import Island
@@ -107,7 +106,7 @@ def fit_first_generation(settings: GASettings, seconds_per_decode: float, left: 
     building their islands, and keep a starting plan when it says None (:func:`kept_reason` of
     :data:`NO_GENERATION_FITS`).
     """
-    per_individual = seconds_per_decode / max(1, numba.get_num_threads())
+    per_individual = seconds_per_decode / max(1, native.threads())
     if per_individual * settings.population * settings.islands <= left:
         return settings
     affordable = int(left / max(per_individual, 1e-12))

@@ -27,7 +27,6 @@ from gaplanner.search.ga.island import Island, address_order, heuristic_orders, 
 from gaplanner.search.ga.settings import GASettings
 from gaplanner.search.ga.termination import StopCheck, Termination
 from gaplanner.search.starting_plans import HEAVIEST_INSTANT_FIRST, OUT_OF_ORDER_FACTOR, starting_plans
-from gaplanner.search.warm import warm_up
 
 #: Called with every generation's record as the search goes.
 ProgressCallback = Callable[[GenerationRecord], None]
@@ -56,13 +55,12 @@ def run_ga(
     """Search allocation orders; return the best verified plan with its convergence trace.
 
     ``deadline``: the run's (:mod:`gaplanner.deadline`); by default the settings' time limit, counted
-    from after :func:`~gaplanner.search.warm.warm_up`. Everything the search does comes out of it: the
+    from the call. Everything the search does comes out of it: the
     starting plans, the generations, and the final plan's verification, whose estimated time is kept
     back. ``plans``: the starting plans (:mod:`gaplanner.search.starting_plans`), if made already.
     ``seed_offsets``: plans (offsets per block) the population starts from, beside the starting plans.
     ``exchange``: a search beside this one; each plan it gives back replaces an island's worst.
     """
-    warm_up()
     settings = settings or GASettings()
     deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
+from gaplanner import native
 from gaplanner.deadline import Deadline
 from gaplanner.errors import DoesNotFit
 from gaplanner.plans.plan import GenerationRecord, Plan, SearchStats
@@ -37,7 +37,6 @@ from gaplanner.search.memories.baselines import plan_placement, seed_orders, spi
 from gaplanner.search.memories.decoder import MemoryDecoder, Placements
 from gaplanner.search.memories.fitness import MemoryFitness, MemoryScores
 from gaplanner.search.memories.island import MemoryIsland, make_memory_islands, to_front
-from gaplanner.search.warm import warm_up
 
 
 def memory_ga(
@@ -52,12 +51,11 @@ def memory_ga(
 
     :class:`~gaplanner.errors.DoesNotFit` when no order placed every block
     within the memories' capacities. ``deadline``: the run's (:mod:`gaplanner.deadline`); by default
-    the settings' time limit, counted from after :func:`~gaplanner.search.warm.warm_up`, as for one
+    the settings' time limit, counted from the call, as for one
     arena. The generations and the polish come out of it; the plan's verification is kept back. When
     not even the first generation fits, the spill order's plan is kept (as one arena's GA keeps a
     starting plan).
     """
-    warm_up()
     settings = settings or GASettings()
     deadline = (deadline or Deadline(settings.time_limit)).keeping(verify_seconds(problem))
     started = time.perf_counter()
@@ -153,7 +151,7 @@ def _orders_left(deadline: Deadline, decode_seconds: float) -> Callable[[], int]
     one took (``decode_seconds``) and the threads a population is decoded on."""
     if deadline.limit is None:
         return None
-    per_order = max(decode_seconds, 1e-9) / max(1, numba.get_num_threads())
+    per_order = max(decode_seconds, 1e-9) / max(1, native.threads())
     return lambda: int(deadline.left() / per_order)
 
 
