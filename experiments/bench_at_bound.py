@@ -234,9 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    import gaplanner
 
-    gaplanner.warm_up()
     rows: list[InputRow] = []
     skipped: list[str] = []
     for source in args.inputs:

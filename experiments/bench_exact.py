@@ -35,9 +35,7 @@ from experiments.report import write_results
 from experiments.side_by_side import SolverRun, geometric_mean, run_placer, run_solver
 from gaplanner import Problem, load_problem
 from gaplanner.search.exact import ExactSettings
-from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga import GASettings
-from gaplanner.search.warm import warm_up as warm_up_kernels
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "exact.md"
 #: Our label for each of omnimalloc's allocators run here (experiments.comparators' names).
@@ -121,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     for label, name in OMNIMALLOC.items():
         if name in others:
             solvers[label] = partial(run_placer, others[name], label=label)
-    warm_up_exact()
-    warm_up_kernels()
     results: dict[str, list[SolverRun]] = {label: [] for label in solvers}
     for name in names:
         problem = load_problem(root / "minimalloc" / f"{name}.1048576.csv")

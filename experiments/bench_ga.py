@@ -40,7 +40,6 @@ from gaplanner.plans.verify import verify
 from gaplanner.search.baselines import BASELINES
 from gaplanner.search.decoder import Decoder
 from gaplanner.search.ga import GASettings, run_ga
-from gaplanner.search.warm import warm_up
 
 #: Best known peaks of MiniMalloc's challenging set (its exact solver's optimum, or best found).
 BEST_KNOWN = {
@@ -290,7 +289,6 @@ def main(argv: list[str] | None = None) -> int:
     if root is None:
         print("benchmark data not found: pass --benchmarks or set GAPLANNER_BENCHMARKS", file=sys.stderr)
         return 0
-    warm_up()  # compile every kernel before anything is timed
     sections = {
         "zoo": lambda: zoo_section(root, args.seed, args.zoo_time_limit),
         "minimalloc": lambda: minimalloc_section(root, args.seeds, args.time_limit),

@@ -41,10 +41,9 @@ from experiments.common import markdown_table
 from experiments.comparators import omnimalloc_allocators, omnimalloc_portfolio
 from experiments.report import write_results
 from experiments.side_by_side import SolverRun, check_plan, geometric_mean, run_placer, run_solver
-from gaplanner import GASettings, Problem, warm_up
+from gaplanner import GASettings, Problem
 from gaplanner.problem.problem import problem_from_clocks
 from gaplanner.search.exact import ExactSettings
-from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.exact.parts import components
 
 
@@ -195,8 +194,6 @@ def main(argv: list[str] | None = None) -> int:
     wanted = set(args.families.split(",")) if args.families else None
     sizes = {int(size) for size in args.sizes.split(",")} if args.sizes else None
     families = [family for family in FAMILIES if wanted is None or family.key in wanted]
-    warm_up()
-    warm_up_exact()
     columns = solvers(args.time_limit)
     groups: list[tuple[Family, int, list[Instance], list[dict[str, SolverRun]]]] = []
     for family in families:

@@ -173,7 +173,7 @@ def median(fn):
     return out, statistics.median(times)
 import_onnx(path)
 doc, load = median(lambda: import_onnx(path))
-build_problem(doc, **extra)  # compiles (or loads) the numba kernels outside the timings
+build_problem(doc, **extra)  # imports and first-touches outside the timings
 problem, build = median(lambda: build_problem(doc, **extra))
 first_fit(problem)
 _, ff = median(lambda: first_fit(problem))

@@ -22,10 +22,9 @@ from pathlib import Path
 
 from experiments.report import write_results
 from experiments.side_by_side import SolverRun, run_solver
-from gaplanner import GASettings, Problem, load_problem, warm_up
+from gaplanner import GASettings, Problem, load_problem
 from gaplanner.documents.zoo import zoo_names
 from gaplanner.search.exact import ExactSettings, searchable
-from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.exact.parts import components
 
 #: The core counts the issue's figure asks for.
@@ -103,8 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--networks", help="zoo networks to run (default: every one `gaplanner zoo` lists)")
     args = parser.parse_args(argv)
     networks = args.networks.split(",") if args.networks else zoo_names()
-    warm_up()
-    warm_up_exact()
     columns = solvers(args.time_limit)
     results = [
         run_instance(spec, columns) for spec in instances(networks, [int(c) for c in args.cores.split(",")])

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         "`pairs built`: whether anything built them by the end (pair-free, only the exact search, which "
         "takes multi-core problems only when small). Pairs are not tried past `--pairs-up-to`. "
         "`ga 10 s` is the default search at `time_limit=10`; seconds include building the problem, the "
-        "starting plans and verification. Peak RSS is the whole process's (interpreter, numba, input)."
+        "starting plans and verification. Peak RSS is the whole process's (interpreter, numpy, input)."
     )
     command = "python -m experiments.bench_pair_free " + " ".join(argv if argv is not None else sys.argv[1:])
     header = ["streams", "blocks", "conflicting pairs", "planner", "conflicts", "pairs built", "seconds",

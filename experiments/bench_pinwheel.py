@@ -33,8 +33,7 @@ from experiments.common import markdown_table
 from experiments.comparators import omnimalloc_allocators
 from experiments.report import write_results
 from experiments.side_by_side import SolverRun, run_placer, run_solver
-from gaplanner import GASettings, warm_up
-from gaplanner.search.exact import warm_up as warm_up_exact
+from gaplanner import GASettings
 
 SIZES = (129, 257, 513, 1025)  # pinwheels come in 1 + 4k blocks
 OURS = "gaplanner default (ga)"
@@ -70,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
         for family in FAMILIES
         if family.key == key
     ]
-    warm_up()
-    warm_up_exact()
     columns = solvers(args.time_limit)
     groups = []
     for family in families:

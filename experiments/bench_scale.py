@@ -15,7 +15,7 @@ median of that many) under a wall timeout (``--cell-timeout``) and an
 address-space cap (``RLIMIT_AS``, ``--memory-cap-gb``), so that a planner that
 would run for ever or exhaust the machine is recorded as "no plan in T s" or
 "over N GB" and the run goes on. Its peak resident memory is the process's
-own (``wait4``): the interpreter, numpy and numba (about 150 MB) and the input
+own (``wait4``): the interpreter, numpy and the kernels and the input
 are included. A Python cell reads or generates the input, plans a 300-block
 problem first with the same planner (loading the compiled kernels and the
 libraries: the runs timed are warm) and then plans it. Seconds are the

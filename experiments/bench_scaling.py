@@ -6,7 +6,7 @@ Four runs per input, each with the same seed and the same time budget:
 
 - ``in-process, 1 island``: what ``gaplanner plan --workers 1`` does;
 - ``in-process, 2 islands``: the two islands below, evolved one after the other in this
-  process (numba's threads share each population's decode);
+  process (the kernels' threads share each population's decode);
 - ``Ray, 1 worker``: the two islands on one Ray worker (one CPU);
 - ``Ray, 2 workers``: the two islands on two Ray workers, one CPU each
   (what ``gaplanner plan --workers 2`` does when the search is long enough).

@@ -29,7 +29,7 @@ from pathlib import Path
 from experiments.naive_order_search import NaiveResult, naive_order_search
 from experiments.report import results_folder, write_results
 from experiments.training import FIRST_SET, GRAPHS, graph_names, load_graph
-from gaplanner import GASettings, build_problem, solve, warm_up
+from gaplanner import GASettings, build_problem, solve
 from gaplanner.schedule import ScheduleResult, ScheduleSettings, apply_schedule, search_schedule
 
 COMPILER_ORDERS = ("late", "post-order", "dfs", "bfs", "lpmf", "list")
@@ -192,7 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print("no graphs to run", file=sys.stderr)
         return 2
-    warm_up()  # kernels compiled (or loaded) before any clock starts: no compile time in a row's seconds
     rows = []
     for name in names:
         rows.append(row := measure(name, args.graphs, args.time_limit, args.plan_seconds))

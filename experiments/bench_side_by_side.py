@@ -4,7 +4,7 @@ and with the cost model of :mod:`gaplanner.search.pace`.
     python -m experiments.bench_side_by_side [--benchmarks PATH] [--seconds 5] [--quality-seconds 10]
         [--seeds 0,1,2] [--sections cost,threads,quality]
 
-* ``cost``: each search alone on this thread (numba on one thread), from the
+* ``cost``: each search alone on this thread (the kernels on one thread), from the
   better of first-fit's and greedy-size's plans: CPU seconds per placement of
   the exact probes and per evaluation of the GA; the placements per
   evaluation measured beside the model's.
@@ -31,18 +31,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba
-
 from experiments.bench_exact import best_known
 from experiments.common import benchmarks_root, markdown_table
 from experiments.report import write_results
 from experiments.side_by_side import check_plan, geometric_mean
-from gaplanner import GASettings, Problem, load_problem, solve, warm_up
+from gaplanner import GASettings, Problem, load_problem, native, solve
 from gaplanner.problem.loading import problem_from_json
 from gaplanner.search import side_by_side
 from gaplanner.search.baselines import first_fit, greedy_size
 from gaplanner.search.exact import ExactSearch
-from gaplanner.search.exact import warm_up as warm_up_exact
 from gaplanner.search.ga.loop import run_ga
 from gaplanner.search.ga.settings import most_scored_per_generation
 from gaplanner.search.pace import QUANTUM_GENERATIONS, Pace, placements_per_evaluation
@@ -188,7 +185,7 @@ NOTES = """\
 model's (`gaplanner/search/pace.py`), {lead:g} × the model's placements per evaluation the GA
 made since the last trade (a quantum {lead:g} generations long as the model reckons them). Both at this code,
 where a round of the probes' turns that a quantum cuts short goes on at the next quantum. The
-default search on 2 cores: the GA on the caller's thread (numba on one thread), the probes on
+default search on 2 cores: the GA on the caller's thread (the kernels on one thread), the probes on
 one of their own; {seconds:g} s, `stall_generations=None`, seed 0. The probes' CPU seconds are
 the process's less the GA's thread's. A run a starting plan or the probes close early ends with
 `optimal`.
@@ -221,19 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root, sections = benchmarks_root(args.benchmarks), args.sections.split(",")
     seeds = [int(seed) for seed in args.seeds.split(",")]
-    warm_up()
-    warm_up_exact()
     cost_names = [*(LETTERS if root else ()), "unreachable-150", "unreachable-400", *GRAPHS,
                   *(f"synthetic-{n}" for n in SYNTHETIC)]  # fmt: skip
     cost_rows: list[list[object]] = []
     if "cost" in sections:
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)  # as the GA beside the probes runs
-        for name in cost_names:
-            if (problem := _problem(name, root)) is not None:
-                cost_rows.append(_cost_row(name, problem, args.cost_seconds))
-                print(*cost_rows[-1], sep=" | ", flush=True)
-        numba.set_num_threads(threads)
+        with native.limited_threads(1):  # as the GA beside the probes runs
+            for name in cost_names:
+                if (problem := _problem(name, root)) is not None:
+                    cost_rows.append(_cost_row(name, problem, args.cost_seconds))
+                    print(*cost_rows[-1], sep=" | ", flush=True)
     threads_rows = _threads_rows(list(THREADS), root, args.seconds) if "threads" in sections else []
     quality_rows, means = [], {"before": float("nan"), "after": float("nan")}
     if "quality" in sections and root is not None:

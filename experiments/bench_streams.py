@@ -31,15 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 
-import numba
 import numpy as np
 
 import gaplanner
 from experiments.common import markdown_table, timed
 from experiments.report import write_results
-from gaplanner import GASettings, InputError, Problem
+from gaplanner import GASettings, InputError, Problem, native
 from gaplanner.problem.problem import problem_from_clocks
-from gaplanner.search.exact import warm_up as warm_up_exact
 
 try:
     from omnimalloc.allocators import (
@@ -192,7 +190,7 @@ ratio is the bound's slack, not the plan's.
 Solvers, {time_limit:g} s wall-clock each per instance, one after the other in one process:
 - gaplanner ga: `gaplanner.solve(problem, "ga", GASettings({ga_settings}))` (other
   settings at their defaults; the search also stops at the bound), its decoder on
-  {ga_threads} thread(s) (`numba.set_num_threads`). By default (`exact_share=None`) that
+  {ga_threads} thread(s) (`gaplanner.native.set_threads`). By default (`exact_share=None`) that
   is the GA with exact probes beside it (`gaplanner.search.side_by_side`: on two cores or more the
   probes run on a thread of their own and the GA on one core fewer, trading plans once a
   generation; on one core they take turns), on problems the exact search takes whole;
@@ -242,7 +240,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--ga-option", action="append", default=[], metavar="KEY=VALUE",
         help="another GA setting (a GASettings field, e.g. hole_move_rate=0), repeatable",
     )  # fmt: skip
-    parser.add_argument("--ga-threads", type=int, default=1, help="decoder threads of the GA (numba)")
+    parser.add_argument("--ga-threads", type=int, default=1, help="decoder threads of the GA")
     parser.add_argument("--no-write", action="store_true", help="print the table, do not write docs/results")
     return parser.parse_args(argv)
 
@@ -281,9 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = GASettings(**ga_options)
     except (InputError, TypeError) as error:
         raise SystemExit(f"--ga-option: {error}") from None
-    numba.set_num_threads(args.ga_threads)
-    gaplanner.warm_up()
-    warm_up_exact()  # compiled before the first instance's clock starts, as the GA's kernels
+    native.set_threads(args.ga_threads)
     patterns = args.patterns or [str(p) for p in SYNC_PATTERNS]
     rows, everything = run_grid(args, patterns, settings)
     header = [

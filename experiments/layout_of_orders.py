@@ -32,7 +32,7 @@ import numpy as np
 
 from experiments.report import results_folder, write_results
 from experiments.training import GRAPHS, graph_names, load_graph
-from gaplanner import GASettings, build_problem, solve, warm_up
+from gaplanner import GASettings, build_problem, solve
 from gaplanner.problem.problem import Problem
 from gaplanner.schedule import ScheduleSettings, apply_schedule, search_schedule
 from gaplanner.search.starting_plans import REPAIRED, starting_plans
@@ -112,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print("no graphs to run", file=sys.stderr)
         return 2
-    warm_up()
     rows = []
     for name in names:
         for seed in args.seeds:

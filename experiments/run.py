@@ -92,11 +92,10 @@ def _problem(name: str, source: Any) -> Any:
 
 def run_cell(cell: Cell, source: Any) -> dict[str, Any]:
     """Plan one cell; the results row."""
-    import numba
-
+    from gaplanner import native
     from gaplanner.solve import solve
 
-    numba.set_num_threads(1)  # one CPU per cell
+    native.set_threads(1)  # one CPU per cell
     started = time.perf_counter()
     problem = _problem(cell.input, source)
     load_seconds = time.perf_counter() - started

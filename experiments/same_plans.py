@@ -135,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     sources = [*ZOO, *EXAMPLES, *(f"{network}+sram{kib}" for network, kib in WITH_SRAM)]
     if args.benchmarks is not None:
         sources += [str(args.benchmarks / name) for name in CSV_FILES if (args.benchmarks / name).exists()]
-    gaplanner.warm_up()
     results = plan_all(sources)
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     if args.compare is None:

@@ -26,15 +26,15 @@ from experiments.common import markdown_table
 from experiments.report import write_results
 
 
-def _single_threaded_numba() -> None:
-    import numba
+def _one_kernel_thread() -> None:
+    from gaplanner import native
 
-    numba.set_num_threads(1)
+    native.set_threads(1)
 
 
 def search(seed: int, seconds: float, blocks: int) -> tuple[int, float]:
     """One GA search on a problem whose bound it cannot reach: the generations it made and the CPU
-    seconds its thread used (with one numba thread, the search runs on the calling thread). The GA
+    seconds its thread used (with one kernel thread, the search runs on the calling thread). The GA
     alone (``exact_share=0``): the exact probes beside it would run on a thread of their own and
     pace its generations, which is not what this compares."""
     from gaplanner.problem.loading import problem_from_json
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each search (default 5)")
     parser.add_argument("--blocks", type=int, default=150, help="blocks of the problem (default 150)")
     args = parser.parse_args()
-    _single_threaded_numba()  # one numba thread per search in both pools: same work, fair comparison
+    _one_kernel_thread()  # one kernel thread per search in both pools: same work, fair comparison
     results = {}
     search(0, 0.2, 30)
     baseline_started = time.perf_counter()
@@ -98,7 +98,9 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as threads:
         results["threads"] = asyncio.run(_measure(threads, args))
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.jobs, mp_context=context, initializer=_single_threaded_numba) as processes:
+    with ProcessPoolExecutor(
+        args.jobs, mp_context=context, initializer=_one_kernel_thread
+    ) as processes:
         results["processes"] = asyncio.run(_measure(processes, args))
     results["machine"] = {"cores": os.cpu_count(), "load_average": round(os.getloadavg()[0], 2)}
     print(json.dumps(results, indent=2))
