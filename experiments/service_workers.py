@@ -98,9 +98,7 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as threads:
         results["threads"] = asyncio.run(_measure(threads, args))
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        args.jobs, mp_context=context, initializer=_one_kernel_thread
-    ) as processes:
+    with ProcessPoolExecutor(args.jobs, mp_context=context, initializer=_one_kernel_thread) as processes:
         results["processes"] = asyncio.run(_measure(processes, args))
     results["machine"] = {"cores": os.cpu_count(), "load_average": round(os.getloadavg()[0], 2)}
     print(json.dumps(results, indent=2))
