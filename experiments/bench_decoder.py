@@ -3,7 +3,7 @@
     python -m experiments.bench_decoder [--benchmarks ../shared/benchmarks] [--seconds 3]
 
 Per input, random orders and *normalized* ones (sorted by the offsets they
-decode to, as the GA's individuals are): the numba decoder on 1 thread (per
+decode to, as the GA's individuals are): the compiled decoder on 1 thread (per
 core) and on every core, and the same decoding written in plain numpy across
 the population. Medians of 5 timed rounds of ``--seconds`` / 5 each.
 
@@ -17,7 +17,7 @@ machine moves by 30 % within an hour).
 
 With the ``compare`` extra installed, omnimalloc's C++ first-fit placer (the
 GA issue's reference, one call per order from Python) is timed too, its rounds
-taking turns with the numba decoder's on one thread; the ratio of the two in
+taking turns with ours on one thread; the ratio of the two in
 the same rounds is the figure this machine's speed does not move.
 
 The table is printed and written to ``docs/results/decoder.md``.
@@ -31,13 +31,12 @@ import sys
 import time
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from experiments.common import benchmarks_root, markdown_table
 from experiments.comparators import omnimalloc_first_fit
 from experiments.report import write_results
-from gaplanner import Problem, load_problem
+from gaplanner import Problem, load_problem, native
 from gaplanner.search.decoder import Decoder
 
 #: Timed rounds per figure: the median is reported, and for one thread per CPU second the best too.
@@ -48,7 +47,7 @@ INPUTS = ["minimalloc/K.1048576.csv", "minimalloc/J.1048576.csv", "large/somas_t
 def random_orders(problem: Problem, seed: int = 0) -> np.ndarray:
     """Random orders to time: 64, or two per core on a large input (a decode takes a second there)."""
     rng = np.random.default_rng(seed)
-    count = 64 if problem.n < 2000 else 2 * numba.config.NUMBA_NUM_THREADS
+    count = 64 if problem.n < 2000 else 2 * native.usable_cores()
     return np.array([rng.permutation(problem.n) for _ in range(count)])
 
 
@@ -91,7 +90,7 @@ def numpy_first_fit(problem: Problem) -> Callable[[np.ndarray], np.ndarray]:
 
     Position by position, every individual places its block at once: neighbour
     lists padded to the maximum degree, the same max-jump rule as the compiled
-    decoder. Kept here only to measure against the numba decoder.
+    decoder. Kept here only to measure against the compiled decoder.
     """
     degrees = problem.conflicts.degrees()
     width = max(1, int(degrees.max(initial=0)))
@@ -125,12 +124,12 @@ def numpy_first_fit(problem: Problem) -> Callable[[np.ndarray], np.ndarray]:
 #: Columns of :func:`rate_cells`, after the input's name, size and kind of orders.
 RATE_HEADER = [
     "numpy decodes/s",
-    "numba decodes/s 1 core",
+    "decodes/s 1 core",
     "1 core, per CPU-second",
     "1 core, per CPU-second, best round",
     "C++ first-fit (omnimalloc), per CPU-second",
-    "numba / C++, same rounds",
-    f"numba {numba.config.NUMBA_NUM_THREADS} cores",
+    "ours / C++, same rounds",
+    f"{native.usable_cores()} cores",
     "decode time from lifetimes / from pairs, same rounds",
 ]
 
@@ -169,23 +168,21 @@ def rate_cells(
     def rate(value: float) -> str:
         return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
-    cores = numba.config.NUMBA_NUM_THREADS
-    numba.set_num_threads(1)
-    one = decodes_per_second(decoder, orders, seconds)
-    contenders = {"numba": decoder.decode_population} | ({"C++": reference} if reference else {})
-    contenders |= {"lifetimes": lifetimes} if lifetimes else {}
-    cpu = paired_cpu_rates(contenders, orders, seconds)
-    numba.set_num_threads(cores)
+    with native.limited_threads(1):
+        one = decodes_per_second(decoder, orders, seconds)
+        contenders = {"ours": decoder.decode_population} | ({"C++": reference} if reference else {})
+        contenders |= {"lifetimes": lifetimes} if lifetimes else {}
+        cpu = paired_cpu_rates(contenders, orders, seconds)
     every = decodes_per_second(decoder, orders, seconds)
     plain = rate(decodes_per_second(decoder, orders, seconds, numpy_decode)) if numpy_decode else "-"
     cpp, ratio = "-", "-"
     if reference:
         cpp = rate(statistics.median(cpu["C++"]))
-        ratio = f"{statistics.median(np.divide(cpu['numba'], cpu['C++'])):.2f}x"
-    cpu_median, cpu_best = rate(statistics.median(cpu["numba"])), rate(max(cpu["numba"]))
+        ratio = f"{statistics.median(np.divide(cpu['ours'], cpu['C++'])):.2f}x"
+    cpu_median, cpu_best = rate(statistics.median(cpu["ours"])), rate(max(cpu["ours"]))
     versus = "-"
     if lifetimes:  # how many times a pair-list decode the lifetime decode takes
-        versus = f"{statistics.median(np.divide(cpu['numba'], cpu['lifetimes'])):.2f}x"
+        versus = f"{statistics.median(np.divide(cpu['ours'], cpu['lifetimes'])):.2f}x"
     return [plain, rate(one), cpu_median, cpu_best, cpp, ratio, rate(every), versus]
 
 

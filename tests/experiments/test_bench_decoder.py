@@ -1,4 +1,4 @@
-"""The decoder benchmark runs end to end (its numpy decoder agrees with numba's, it reports rates),
+"""The decoder benchmark runs end to end (its numpy decoder agrees with the compiled one, it reports rates),
 and the optional comparators place what our decoder places."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import Decoder
 
 
-def test_the_numpy_decoder_decodes_as_the_numba_one() -> None:
+def test_the_numpy_decoder_decodes_as_the_compiled_one() -> None:
     problem = load_problem("example:seed000_queue")
     orders = np.array([np.random.default_rng(seed).permutation(problem.n) for seed in range(8)])
     peaks = Decoder.for_problem(problem).decode_population(orders)[0]
@@ -40,7 +40,7 @@ def test_the_bench_prints_one_row_per_input_and_kind_of_order(
     cells = [[cell.strip() for cell in row.split("|")[4:-1]] for row in rows]
     numbers = [cell.replace(",", "").removesuffix("x") for row in cells for cell in row if cell != "-"]
     assert all(float(number) > 0 for number in numbers)
-    versus_cpp = [row[bench_decoder.RATE_HEADER.index("numba / C++, same rounds")] for row in cells]
+    versus_cpp = [row[bench_decoder.RATE_HEADER.index("ours / C++, same rounds")] for row in cells]
     has_cpp = omnimalloc_first_fit(load_problem("example:seed000_queue")) is not None
     assert all(cell.endswith("x") == has_cpp for cell in versus_cpp)
 
@@ -48,9 +48,9 @@ def test_the_bench_prints_one_row_per_input_and_kind_of_order(
 def test_paired_rates_give_every_decoder_every_round() -> None:
     problem = load_problem("example:seed000_queue")
     decoder = Decoder.for_problem(problem)
-    decodes = {"numba": decoder.decode_population, "numpy": bench_decoder.numpy_first_fit(problem)}
+    decodes = {"ours": decoder.decode_population, "numpy": bench_decoder.numpy_first_fit(problem)}
     rates = bench_decoder.paired_cpu_rates(decodes, problem.start_order()[None, :], 0.1, rounds=3)
-    assert sorted(rates) == ["numba", "numpy"] and all(len(r) == 3 and min(r) > 0 for r in rates.values())
+    assert sorted(rates) == ["numpy", "ours"] and all(len(r) == 3 and min(r) > 0 for r in rates.values())
 
 
 def test_omnimalloc_places_first_fit_as_the_decoder_does() -> None:
