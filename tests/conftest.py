@@ -39,8 +39,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """End the test process with pytest's verdict, skipping the interpreter's teardown.
 
     The suite loads native libraries that were never meant to share a process
-    (Ray's core worker and its threads, two OpenMP runtimes: numba's and
-    torch's, ExecuTorch's runtime). Their teardown at interpreter exit crashed
+    (Ray's core worker and its threads, torch's OpenMP runtime,
+    ExecuTorch's runtime). Their teardown at interpreter exit crashed
     once in CI after every test had passed, turning a passing run into a
     segmentation fault. The tests' verdict is pytest's summary, already
     printed; nothing after it is a test. Subprocess tests still see every
