@@ -1,4 +1,4 @@
-"""The compiled kernels' bridge (gaplanner.native): no JIT anywhere, clear errors, threads per Python thread."""
+"""The compiled kernels' bridge (gaplanner.native): no JIT, clear errors, threads per Python thread."""
 
 from __future__ import annotations
 
