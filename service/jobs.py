@@ -2,7 +2,7 @@
 
 Searches never run on the server's event loop, nor in its threads: a
 dispatcher thread hands queued jobs to a ``ProcessPoolExecutor`` (spawned
-processes: the decoders use OpenMP, which does not survive ``fork``), at most
+processes: ``fork`` does not carry the kernels' threads over), at most
 one job per worker, each with a *slot* whose cancel flag lives in shared
 memory. Workers report progress on a queue that a reader thread keeps in
 memory; results go straight to SQLite. Processes rather than threads: the GA's
