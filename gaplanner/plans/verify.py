@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gaplanner.compiled import njit
 from gaplanner.documents.lifetimes import WORKSPACE_SUFFIX
 from gaplanner.errors import PlanError
+from gaplanner.native import _verify
 from gaplanner.problem.problem import Problem
 
 
@@ -49,60 +49,6 @@ def _clash(problem: Problem, a: int, b: int, offsets: np.ndarray, shown: Shown |
     return _describe(problem, a, b, local, f"memory {names[memory_of[a]]!r}")
 
 
-@njit(inline="always")
-def _mark(tree, leaves, r, delta):
-    node = leaves + r
-    while node >= 1:
-        tree[node] += delta
-        node >>= 1
-
-
-@njit
-def _neighbour(tree, leaves, r, step):
-    """The nearest marked rank below ``r`` (``step`` -1) or above it (``step`` 1); -1 if none."""
-    node, side = leaves + r, 0 if step < 0 else 1
-    while node > 1:
-        if (node & 1) != side and tree[node + step] > 0:
-            node += step
-            while node < leaves:  # down to the marked leaf nearest r: the child nearer r if marked
-                near, far = 2 * node + 1 - side, 2 * node + side
-                node = near if tree[near] > 0 else far
-            return node - leaves
-        node >>= 1
-    return -1
-
-
-@njit
-def _sweep_overlap(events, by_address, offsets, ends):
-    """The first pair of blocks live at once whose address ranges overlap, or ``(-1, -1)``.
-
-    ``events`` is every block's end (``b``) and start (``n + b``) in time order,
-    ends first on ties. The live blocks are marks in a count tree over the
-    blocks ranked by (offset, block) (``by_address``): a newcomer is checked against its two
-    nearest live ranks, which suffices while the live ranges are disjoint.
-    """
-    n = len(offsets)
-    rank = np.empty(n, np.int64)
-    rank[by_address] = np.arange(n)
-    leaves = 1
-    while leaves < n:
-        leaves *= 2
-    tree = np.zeros(2 * leaves, np.int64)
-    for e in events:
-        b = e if e < n else e - n
-        if e < n:
-            _mark(tree, leaves, rank[b], -1)
-            continue
-        below = _neighbour(tree, leaves, rank[b], -1)
-        if below >= 0 and ends[by_address[below]] > offsets[b]:
-            return by_address[below], b
-        above = _neighbour(tree, leaves, rank[b], 1)
-        if above >= 0 and offsets[by_address[above]] < ends[b]:
-            return b, by_address[above]
-        _mark(tree, leaves, rank[b], 1)
-    return -1, -1
-
-
 def _interval_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
     n = problem.n
     # Events: ends (kind 0) before starts (kind 1) at the same time (half-open lifetimes).
@@ -111,7 +57,7 @@ def _interval_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None
     events = np.lexsort((np.tile(np.arange(n), 2), kinds, times))
     offsets = np.ascontiguousarray(offsets, np.int64)
     by_address = np.argsort(offsets, kind="stable")
-    a, b = _sweep_overlap(events, by_address, offsets, offsets + problem.sizes)
+    a, b = _verify.sweep_overlap(events, by_address, offsets, offsets + problem.sizes)
     return None if a < 0 else _clash(problem, int(a), int(b), offsets, shown)
 
 
@@ -125,32 +71,13 @@ def _edge_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = N
     return None
 
 
-@njit
-def _address_overlap(by_address, offsets, ends, acquire, release):
-    """The first pair ``(a, b)``, ``a < b``, overlapping in memory with neither done before the other
-    starts (some component of one's release above the other's acquire, both ways), or ``(-1, -1)``."""
-    n, k = acquire.shape
-    for p in range(n):
-        a = by_address[p]
-        for q in range(p + 1, n):
-            b = by_address[q]
-            if offsets[b] >= ends[a]:
-                break
-            a_first, b_first = True, True
-            for i in range(k):
-                a_first &= release[a, i] <= acquire[b, i]
-                b_first &= release[b, i] <= acquire[a, i]
-            if not a_first and not b_first:
-                return min(a, b), max(a, b)
-    return -1, -1
-
-
 def _vector_overlap(problem: Problem, offsets: np.ndarray, shown: Shown | None = None) -> str | None:
     order = problem.happens_before
     assert order is not None
     offsets = np.ascontiguousarray(offsets, np.int64)
     by_address = np.argsort(offsets, kind="stable")
-    a, b = _address_overlap(by_address, offsets, offsets + problem.sizes, order.acquire, order.release)
+    acquire, release = (np.ascontiguousarray(a, np.int64) for a in (order.acquire, order.release))
+    a, b = _verify.address_overlap(by_address, offsets, offsets + problem.sizes, acquire, release)
     return None if a < 0 else _clash(problem, int(a), int(b), offsets, shown)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gaplanner.compiled import njit
+from gaplanner.native import _bounds
 
 
 def max_load(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray) -> int:
@@ -51,39 +51,6 @@ def load_profile(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray) -> tup
     return times, np.cumsum(change)
 
 
-@njit
-def _greedy_clique_weight(lower, upper, sizes, indptr, indices):
-    n = len(sizes)
-    best = 0
-    adjacent = np.zeros(n, np.int64)
-    in_clique = np.zeros(n, np.bool_)
-    for t in np.unique(lower):
-        members = np.flatnonzero((lower <= t) & (upper > t))
-        adjacent[:] = 0
-        in_clique[:] = False
-        weight = 0
-        for m in members:
-            in_clique[m] = True
-            weight += sizes[m]
-            for e in range(indptr[m], indptr[m + 1]):
-                adjacent[indices[e]] += 1
-        needed = len(members)
-        while True:
-            pick = -1
-            for j in range(n):
-                if not in_clique[j] and adjacent[j] == needed and (pick < 0 or sizes[j] > sizes[pick]):
-                    pick = j
-            if pick < 0:
-                break
-            in_clique[pick] = True
-            weight += sizes[pick]
-            needed += 1
-            for e in range(indptr[pick], indptr[pick + 1]):
-                adjacent[indices[e]] += 1
-        best = max(best, weight)
-    return best
-
-
 def greedy_clique_bound(
     lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray, indptr: np.ndarray, indices: np.ndarray
 ) -> int:
@@ -94,7 +61,9 @@ def greedy_clique_bound(
     """
     if len(sizes) == 0:
         return 0
-    return int(_greedy_clique_weight(lower, upper, sizes, indptr, indices))
+    lower, upper, sizes, indptr = (np.ascontiguousarray(a, np.int64) for a in (lower, upper, sizes, indptr))
+    indices = np.ascontiguousarray(indices, np.int32 if indices.dtype == np.int32 else np.int64)
+    return int(_bounds.greedy_clique(lower, upper, sizes, indptr, indices))
 
 
 #: The work :func:`heaviest_clique` does at most (candidates coloured, summed over its nodes), so that
@@ -102,75 +71,6 @@ def greedy_clique_bound(
 CLIQUE_WORK_BUDGET = 20_000_000
 #: Beyond this many blocks the search is not tried: its adjacency matrix is quadratic in them.
 MAX_CLIQUE_SEARCH_BLOCKS = 5_000
-
-
-@njit
-def _branching_nodes(adjacent, weights, candidates, target, budget):
-    """The candidates a clique heavier than ``target`` (beyond the blocks chosen) must take one of.
-
-    Greedy independent sets, each taking the least residual weight of its
-    members from every member: a clique takes at most one block of a set, so
-    the sets' minima summed bound its weight. Once that sum passes
-    ``target``, only blocks whose weight is not yet used up can lift a clique
-    above it (networkx's ``max_weight_clique``, weighted by splitting). Out of
-    ``budget`` it stops early: the blocks left still hold every such clique.
-    """
-    m = len(candidates)
-    residual = weights[candidates].copy()
-    alive = np.ones(m, np.bool_)
-    members = np.empty(m, np.int64)
-    left, total = m, 0
-    while left > 0 and budget[0] >= 0:
-        budget[0] -= m
-        k = 0
-        for j in range(m):
-            if not alive[j]:
-                continue
-            v = candidates[j]
-            independent = True
-            for q in range(k):
-                if adjacent[v, candidates[members[q]]]:
-                    independent = False
-                    break
-            if independent:
-                members[k] = j
-                k += 1
-        least = residual[members[0]]
-        for q in range(1, k):
-            least = min(least, residual[members[q]])
-        total += least
-        if total > target:
-            break
-        for q in range(k):
-            residual[members[q]] -= least
-            if residual[members[q]] == 0:
-                alive[members[q]] = False
-                left -= 1
-    return candidates[alive]
-
-
-@njit
-def _expand(adjacent, weights, candidates, weight, best, budget):
-    """The heaviest clique weight found: ``best`` or a clique of ``weight`` plus some ``candidates``."""
-    best = max(best, weight)
-    budget[0] -= len(candidates)
-    if budget[0] < 0 or len(candidates) == 0:
-        return best
-    branching = _branching_nodes(adjacent, weights, candidates, best - weight, budget)
-    remaining = np.ones(adjacent.shape[0], np.bool_)
-    for i in range(len(branching) - 1, -1, -1):
-        v = branching[i]
-        remaining[v] = False
-        common = np.empty(len(candidates), np.int64)
-        k = 0
-        for w in candidates:
-            if remaining[w] and adjacent[v, w]:
-                common[k] = w
-                k += 1
-        best = _expand(adjacent, weights, common[:k], weight + weights[v], best, budget)
-        if budget[0] < 0:
-            return best
-    return best
 
 
 def heaviest_clique(sizes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, known: int = 0,
@@ -192,4 +92,4 @@ def heaviest_clique(sizes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, 
     candidates = np.argsort(-degrees, kind="stable").astype(np.int64)
     candidates = candidates[sizes[candidates] > 0]
     work = np.array([budget], np.int64)
-    return int(_expand(adjacent, sizes.astype(np.int64), candidates, 0, int(known), work))
+    return int(_bounds.heaviest_clique(adjacent, sizes.astype(np.int64), candidates, int(known), work))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gaplanner.compiled import njit
+from gaplanner.native import _conflicts
 
 
 @dataclass(frozen=True)
@@ -48,38 +48,6 @@ class ConflictGraph:
         return rows[upper], self.indices[upper]
 
 
-@njit
-def _interval_degrees(order, lower, upper):
-    n = len(order)
-    deg = np.zeros(n, np.int64)
-    for p in range(n):
-        i = order[p]
-        q = p + 1
-        while q < n and lower[order[q]] < upper[i]:
-            deg[i] += 1
-            deg[order[q]] += 1
-            q += 1
-    return deg
-
-
-@njit
-def _interval_fill(order, lower, upper, indptr):
-    n = len(order)
-    fill = indptr[:-1].copy()
-    indices = np.empty(indptr[-1], np.int32)
-    for p in range(n):
-        i = order[p]
-        q = p + 1
-        while q < n and lower[order[q]] < upper[i]:
-            j = order[q]
-            indices[fill[i]] = j
-            fill[i] += 1
-            indices[fill[j]] = i
-            fill[j] += 1
-            q += 1
-    return indices
-
-
 def _csr_from_degrees(deg: np.ndarray) -> np.ndarray:
     indptr = np.zeros(len(deg) + 1, np.int64)
     np.cumsum(deg, out=indptr[1:])
@@ -92,9 +60,9 @@ def conflicts_from_intervals(lower: np.ndarray, upper: np.ndarray) -> ConflictGr
 
 
 def _interval_pairs(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(lower, kind="stable")
-    indptr = _csr_from_degrees(_interval_degrees(order, lower, upper))
-    return indptr, _interval_fill(order, lower, upper, indptr)
+    order = np.argsort(lower, kind="stable").astype(np.int64)
+    indptr = _csr_from_degrees(_conflicts.interval_degrees(order, lower, upper))
+    return indptr, _conflicts.interval_fill(order, lower, upper, indptr)
 
 
 def interval_degrees(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
