@@ -38,7 +38,7 @@ def ray_pays_off(problem: Problem, settings: GASettings, workers: int, address: 
     Yes when more than one worker is wanted, Ray is installed, and a cluster is
     named (argument or ``RAY_ADDRESS``) or Ray is already running in this
     process: more cores than this process uses. A fresh local Ray only adds
-    processes on the cores this process's numba threads keep busy already
+    processes on the cores this process's kernel threads keep busy already
     (docs/results/scaling.md: fewer evaluations per second than in-process in
     every Ray row), so it starts only when ``GAPLANNER_RAY_MIN_SECONDS`` is set
     and the search is expected to last at least that long.
