@@ -9,8 +9,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -264,28 +269,79 @@ inline PyObject* to_py(int64_t value) { return PyLong_FromLongLong(value); }
 inline PyObject* to_py(double value) { return PyFloat_FromDouble(value); }
 inline PyObject* to_py(bool value) { return PyBool_FromLong(value); }
 
+// Worker threads kept for the process's parallel loops (starting threads per call costs more than a
+// small population's decode). One loop runs on them at a time; a loop started while another runs (a
+// second Python thread) runs on its caller alone. A forked child builds a pool of its own.
+class Pool {
+ public:
+  static Pool& shared() {
+    static Pool* pool = new Pool;
+    if (pool->owner_ != getpid()) pool = new Pool;  // after fork the parent's threads are not ours
+    return *pool;
+  }
+
+  // Runs work() on the caller and on threads - 1 workers; returns when every one has returned.
+  bool run(int64_t threads, const std::function<void()>& work) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (static_cast<int64_t>(started_) < threads - 1) {
+        std::thread(&Pool::serve, this).detach();
+        ++started_;
+      }
+      job_ = &work;
+      wanted_ = running_ = threads - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return running_ == 0; });
+    job_ = nullptr;
+    return true;
+  }
+
+ private:
+  void serve() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (wanted_ == 0) continue;
+      --wanted_;
+      const std::function<void()>* job = job_;
+      lock.unlock();
+      (*job)();
+      lock.lock();
+      if (--running_ == 0) done_.notify_all();
+    }
+  }
+
+  pid_t owner_ = getpid();
+  std::mutex busy_, mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void()>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int64_t started_ = 0, wanted_ = 0, running_ = 0;
+};
+
 // Runs body(i) for i in [0, n) on up to `threads` threads (the kernels' prange); each i runs once.
 template <class Body>
 void parallel_for(int64_t n, int64_t threads, Body&& body) {
   threads = std::max<int64_t>(1, std::min(threads, n));
-  if (threads == 1) {
-    for (int64_t i = 0; i < n; ++i) body(i);
-    return;
-  }
   std::atomic<int64_t> next{0};
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-  auto work = [&] {
+  const std::function<void()> work = [&] {
     try {
       for (int64_t i; (i = next.fetch_add(1)) < n;) body(i);
     } catch (...) {
       if (!failed.exchange(true)) error = std::current_exception();
     }
   };
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& thread : pool) thread.join();
+  if (threads == 1 || !Pool::shared().run(threads, work)) work();
   if (error) std::rethrow_exception(error);
 }
 
