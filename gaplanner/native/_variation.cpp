@@ -134,7 +134,7 @@ int64_t critical_block(const int64_t* offsets, const Guide& g, int64_t n, double
 }
 
 // Lower the block over a hole at the peak's busiest instant below the blocks that keep it out
-// (variation.py's _hole_move says why and how).
+// (variation.py's hole_moves says why and how).
 void hole_move(int64_t* order, const int64_t* offsets, const Guide& g, const double* draws) {
   const int64_t n = g.sizes.len();
   const int64_t c = critical_block(offsets, g, n, draws[0]);
