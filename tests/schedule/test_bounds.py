@@ -53,6 +53,28 @@ def test_a_chain_bound_is_exact() -> None:
     assert live.bound == 8 and live.cut.all()
 
 
+def test_a_graph_input_read_late_and_a_kept_output_are_surely_live_throughout() -> None:
+    """The input ``x`` is live from the first operator to its reader, the output ``y`` from its writer to
+    the end: both count at every operator between, so the bound is the one order's peak."""
+    from gaplanner.documents.schema import parse_document
+
+    doc = parse_document(
+        {
+            "tensors": [{"id": t, "size": s} for t, s in [("x", 10), ("t", 5), ("y", 2), ("z", 1)]],
+            "inputs": ["x"],
+            "outputs": ["y", "z"],
+            "operators": [
+                {"id": "f", "inputs": [], "outputs": ["y"]},
+                {"id": "g", "inputs": ["y"], "outputs": ["t"]},
+                {"id": "h", "inputs": ["t", "x"], "outputs": ["z"]},
+            ],
+        }
+    )
+    dag = build_dag(doc)
+    live = surely_live(dag, build_blocks(doc), topological_order(dag))
+    assert live.load.tolist() == [12, 17, 18] and live.bound == 18 == order_bound(doc, ["f", "g", "h"])
+
+
 @pytest.mark.slow
 @SETTINGS
 @given(graph_documents(max_ops=8), st.sampled_from(["auto", "never"]))
