@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gaplanner.native import _variation
 from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search import variation as operators
 from gaplanner.search.decoder import decode
@@ -14,7 +15,6 @@ from gaplanner.search.variation import (
     MUTATIONS,
     PEAK_MOVE,
     HoleGuide,
-    _crossover_all,
     mutate,
     ordered_crossover,
 )
@@ -55,6 +55,16 @@ def test_hole_moves_keep_permutations(n: int, seed: int) -> None:
         assert sorted(order) == list(range(n))
 
 
+class _Fixed:
+    """A generator whose draws are given (the hole move's uniforms, chosen by the test)."""
+
+    def __init__(self, draws: np.ndarray) -> None:
+        self.draws = draws
+
+    def random(self, shape: tuple[int, int]) -> np.ndarray:
+        return self.draws.reshape(shape)
+
+
 def test_hole_move_puts_the_lid_before_its_blockers() -> None:
     """X [0,6) sits at 6 over a hole at 3-6 when it is live with Z [0,3): Y [3,5) and W [5,6), both
     live over [5,8) and pushed up by V, keep it out. The move puts X just before Y. Y, which covers
@@ -71,9 +81,9 @@ def test_hole_move_puts_the_lid_before_its_blockers() -> None:
     for w_draw in (0.99, 0.0):
         order, draws = parent.copy(), np.full(2 + 2 * operators.HOLE_BLOCKERS, 0.99)
         draws[:4], draws[4] = (0.0, 0.0, 0.99, 0.0), w_draw
-        operators._hole_move(
-            order, offsets, g.sizes, g.lower, g.upper, g.start_load, g.indptr, g.indices, draws
-        )
+        orders = order[None].copy()
+        operators.hole_moves(orders, np.array([0]), offsets[None], g, _Fixed(draws))
+        order = orders[0]
         moved.append(order.tolist())
     assert moved == [[y, z, v, x, w], [y, w, z, v, x]]
 
@@ -81,7 +91,7 @@ def test_hole_move_puts_the_lid_before_its_blockers() -> None:
 def test_ordered_crossover_keeps_a_slice_and_the_other_parents_order() -> None:
     parents = np.array([np.arange(10), np.arange(10)[::-1]])
     child = np.empty((1, 10), np.int64)
-    _crossover_all(parents, np.array([[0, 1]]), np.array([[3, 6]]), child)
+    _variation.crossover(parents, np.array([[0, 1]]), np.array([[3, 6]]), child)
     assert child[0].tolist() == [9, 8, 7, 3, 4, 5, 6, 2, 1, 0]
 
 
