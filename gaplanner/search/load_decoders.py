@@ -20,15 +20,15 @@ def load_decoder() -> None:
         decode_population_into(
             np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
             np.zeros(2, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int64), False, 1, sentinel,
-            np.empty((1, 1), np.int64), 1,
+            np.empty((1, 1), np.int64), 1, 1,
         )  # fmt: skip
     one, index = np.ones(1, np.int64), IntervalIndex.of(np.zeros(1), np.ones(1))
     decode_interval_population(
         np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-        index.arrays(), np.zeros(0, np.int64), False, np.empty((1, 1), np.int64), 1,
+        index.arrays(), np.zeros(0, np.int64), False, np.empty((1, 1), np.int64), 1, 1,
     )  # fmt: skip
     order = OrderIndex.of(HappensBefore(np.zeros((1, 2), np.int64), np.ones((1, 2), np.int64)))
     decode_order_population(
         np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.zeros((1, 1), np.int64), one, one,
-        order.arrays(), np.zeros(0, np.int64), False, np.empty((1, 1), np.int64), 1,
+        order.arrays(), np.zeros(0, np.int64), False, np.empty((1, 1), np.int64), 1, 1,
     )  # fmt: skip
