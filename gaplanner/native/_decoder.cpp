@@ -18,9 +18,9 @@ PyObject* pair_population(gp::Args& args, const gp::Rows& rows) {
   return gp::decode_rows(
       rows, [&] { return gp::PairWorkspace<T>(sizes.len(), indptr); },
       [&](int64_t i, gp::PairWorkspace<T>& work) {
-        return gp::decode_pair_row<T>(rows.orders.row(i), rows.prefix[i], rows.known.row(i), sizes, alignments,
-                                      indptr, indices, pinned, best_fit, index_bits, sentinel, work,
-                                      rows.offsets.row(i));
+        return gp::decode_pair_row<T>(rows.orders.row(i), rows.prefix[i], rows.known.row(i), sizes,
+                                      alignments, indptr, indices, pinned, best_fit, index_bits, sentinel,
+                                      work, rows.offsets.row(i));
       });
 }
 

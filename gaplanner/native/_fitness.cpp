@@ -37,7 +37,9 @@ struct Contiguity {
 
 Contiguity read_contiguity(gp::Args& args, Py_ssize_t i) {
   PyObject* tuple = args.object(i, "contiguity_args");
-  if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 6) args.fail("contiguity_args", "must be a 6-tuple");
+  if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 6) {
+    args.fail("contiguity_args", "must be a 6-tuple");
+  }
   const int interval = PyObject_IsTrue(PyTuple_GET_ITEM(tuple, 1));
   if (interval < 0) {
     PyErr_Clear();
@@ -138,7 +140,8 @@ PyObject* score_pairs_of(gp::Args& args) {
       sizes, [&] { return gp::PairWorkspace<T>(sizes.len(), indptr); },
       [&](int64_t i, gp::PairWorkspace<T>& work) {
         peaks[i] = gp::decode_pair_row<T>(orders.row(i), prefix[i], known.row(i), sizes, alignments, indptr,
-                                          indices, pinned, !first_fit, index_bits, sentinel, work, offsets.row(i));
+                                          indices, pinned, !first_fit, index_bits, sentinel, work,
+                                          offsets.row(i));
       });
   Py_RETURN_NONE;
 }
@@ -215,8 +218,8 @@ PyObject* sort_by_address(gp::Args& args) {
 GP_MODULE(_fitness, "Kernels of gaplanner.search.fitness (decode, re-sort by address, score).",
           GP_DEF(score_pairs,
                  "score_pairs(orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, "
-                 "sentinel, first_fit, durations, floor, contiguity_args, use_contiguity, by_address, offsets, "
-                 "peaks, excess, contiguity, chunks, threads)"),
+                 "sentinel, first_fit, durations, floor, contiguity_args, use_contiguity, by_address, "
+                 "offsets, peaks, excess, contiguity, chunks, threads)"),
           GP_DEF(score_lifetimes,
                  "score_lifetimes(orders, prefix, known, sizes, alignments, intervals, pinned, first_fit, "
                  "durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, "

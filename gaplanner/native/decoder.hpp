@@ -98,7 +98,9 @@ inline void sort_indices(int64_t* index, int64_t count, const T* keys, int64_t i
     spare[q] = k;
     budget -= p - q;
     if (budget < 0) {
-      for (int64_t r = 0; r < count; ++r) spare[r] = (static_cast<int64_t>(keys[index[r]]) << index_bits) | index[r];
+      for (int64_t r = 0; r < count; ++r) {
+        spare[r] = (static_cast<int64_t>(keys[index[r]]) << index_bits) | index[r];
+      }
       std::sort(spare, spare + count);
       for (int64_t r = 0; r < count; ++r) index[r] = spare[r] & ((int64_t{1} << index_bits) - 1);
       return;
@@ -173,7 +175,8 @@ int64_t sorting_offset(T size, T alignment, const uint32_t* neighbours, int64_t 
 // `first` blocks of the order at theirs; the rest by first-fit (or best-fit) after them.
 template <class T>
 int64_t decode_pair_row(const int64_t* order, int64_t first, const int64_t* known, const Array<T>& sizes,
-                        const Array<T>& alignments, const Array<int64_t>& indptr, const Array<uint32_t>& indices,
+                        const Array<T>& alignments, const Array<int64_t>& indptr,
+                        const Array<uint32_t>& indices,
                         const Array<int64_t>& pinned, bool best_fit, int64_t index_bits, T sentinel,
                         PairWorkspace<T>& w, int64_t* offsets) {
   const int64_t n = sizes.len();
@@ -201,7 +204,8 @@ int64_t decode_pair_row(const int64_t* order, int64_t first, const int64_t* know
       gather_ranges<T>(neighbours, degree, placed_start, placed_end, starts, ends);
       offset = sweep<T>(sizes[b], alignments[b], starts, ends, degree, 0, degree + 1).first;
     } else {
-      offset = sorting_offset<T>(sizes[b], alignments[b], neighbours, degree, best_fit, index_bits, sentinel, w);
+      offset = sorting_offset<T>(sizes[b], alignments[b], neighbours, degree, best_fit, index_bits, sentinel,
+                                 w);
     }
     placed_start[b] = static_cast<T>(offset);
     placed_end[b] = static_cast<T>(offset + sizes[b]);

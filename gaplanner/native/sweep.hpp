@@ -64,7 +64,8 @@ inline T highest_overlap(T candidate, T limit, const T* __restrict starts, const
       tops[u] = lane_max(tops[u], reached);
     }
   }
-  T top = std::max<T>(candidate, horizontal_max(lane_max(lane_max(tops[0], tops[1]), lane_max(tops[2], tops[3]))));
+  const Lanes<T> most = lane_max(lane_max(tops[0], tops[1]), lane_max(tops[2], tops[3]));
+  T top = std::max<T>(candidate, horizontal_max(most));
   for (; k < count; ++k) {
     const bool hit = (starts[k] < limit) & (ends[k] > candidate);
     top = std::max<T>(top, hit ? ends[k] : candidate);

@@ -36,6 +36,7 @@ import numpy as np
 
 from gaplanner.compiled import njit
 from gaplanner.documents.cores import Cores
+from gaplanner.native import _order
 from gaplanner.problem.conflicts import ConflictGraph
 
 #: A component no release reaches: a graph block's acquire on the cores its writer is not on.
@@ -84,32 +85,6 @@ def graph_happens_before(release: np.ndarray, writer: np.ndarray, cores: Cores) 
     return HappensBefore(acquire, np.ascontiguousarray(release, np.int64))
 
 
-@njit
-def _chains(acquire, order, max_chains):
-    """Greedy chains of ``acquire`` in ``order`` (a linear extension): each point joins the first chain
-    whose last point it is at or above in every component; -1 when it fits none of ``max_chains``."""
-    n, k = acquire.shape
-    chain = np.full(n, -1, np.int64)
-    tails = np.empty(max_chains, np.int64)
-    count = 0
-    for p in range(n):
-        b = order[p]
-        for c in range(count):
-            t = tails[c]
-            fits = True
-            for i in range(k):
-                fits &= acquire[t, i] <= acquire[b, i]
-            if fits:
-                chain[b] = c
-                tails[c] = b
-                break
-        if chain[b] < 0 and count < max_chains:
-            chain[b] = count
-            tails[count] = b
-            count += 1
-    return chain
-
-
 def _lifetime_class(acquire: np.ndarray, release: np.ndarray) -> np.ndarray:
     """floor(log2) of a block's longest reach past its acquire, over the components it acquires in."""
     reach = np.where(acquire < FAR, release - acquire, 0).max(axis=1)
@@ -139,7 +114,7 @@ class OrderIndex:
         lex = np.lexsort((np.arange(n), *acquire.T[::-1]))  # by acquire, first component first
         position = np.empty(n, np.int64)
         position[lex] = np.arange(n)
-        chain = _chains(acquire, lex, MAX_CHAINS)
+        chain = _order.chains(acquire, lex, MAX_CHAINS)  # greedy chains; -1: fits none
         chain[chain < 0] = MAX_CHAINS  # the leftover group, last
         life = _lifetime_class(acquire, release)
         by_rank = np.lexsort((position, life, chain))
@@ -158,6 +133,10 @@ class OrderIndex:
 
     def arrays(self) -> tuple:
         return self.rank, self.acquire, self.release, self.reach, self.groups
+
+
+# The numba kernels below stay for gaplanner.search.baselines' numba kernels, which call them; the
+# native decoders use their C++ twins (gaplanner/native/order.hpp).
 
 
 @njit(inline="always")
@@ -211,36 +190,10 @@ def order_runs(s, index, runs):
         runs[0, g], runs[1, g] = lo, end
 
 
-@njit
-def _each_conflict(index, fill, indptr, values, out):
-    """Per block: its conflict count (``fill`` False), or its neighbours written into ``out`` from
-    ``indptr`` (``fill`` True, ``values`` gives what to write per rank)."""
-    rank, acquire, release, _, groups = index
-    n = len(rank)
-    degrees = np.zeros(n, np.int64)
-    runs = np.empty((2, groups.shape[1]), np.int64)
-    block_of = np.empty(n, np.int64)
-    block_of[rank] = np.arange(n)
-    for s in range(n):  # in order of rank: the runs of one query are near the last one's
-        b = block_of[s]
-        order_runs(s, index, runs)
-        count = 0
-        for g in range(groups.shape[1]):
-            for r in range(runs[0, g], runs[1, g]):
-                if r != s and conflict(release, acquire, r, s):
-                    if fill:
-                        out[indptr[b] + count] = values[r]
-                    count += 1
-        degrees[b] = count
-        if fill:
-            out[indptr[b] : indptr[b] + count].sort()
-    return degrees
-
-
 def order_degrees(index: OrderIndex) -> np.ndarray:
     """Per block, how many blocks it conflicts with (no pairs held)."""
-    return _each_conflict(index.arrays(), False, np.zeros(1, np.int64), np.zeros(1, np.int32),
-                          np.zeros(1, np.int32))  # fmt: skip
+    return _order.each_conflict(index.arrays(), False, np.zeros(1, np.int64), np.zeros(1, np.int32),
+                                np.zeros(1, np.int32))  # fmt: skip
 
 
 def order_pairs(index: OrderIndex) -> tuple[np.ndarray, np.ndarray]:
@@ -251,34 +204,16 @@ def order_pairs(index: OrderIndex) -> tuple[np.ndarray, np.ndarray]:
     block_of_rank = np.empty(len(degrees), np.int32)
     block_of_rank[index.rank] = np.arange(len(degrees), dtype=np.int32)
     indices = np.empty(indptr[-1], np.int32)
-    _each_conflict(index.arrays(), True, indptr, block_of_rank, indices)
+    _order.each_conflict(index.arrays(), True, indptr, block_of_rank, indices)
     return indptr, indices
 
 
-@njit
-def greatest_conflicting(index, values, floor):
+def greatest_conflicting(index: tuple, values: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per block, its conflict count and the greatest of ``values`` (per block) over the blocks it
     conflicts with, or ``floor`` where none is greater: ``(degrees, greatest)``, in one pass."""
-    rank, acquire, release, _, groups = index
-    n = len(rank)
-    by_rank = np.empty(n, np.int64)
-    block_of = np.empty(n, np.int64)
-    for b in range(n):
-        by_rank[rank[b]] = values[b]
-        block_of[rank[b]] = b
-    out, degrees = floor.copy(), np.zeros(n, np.int64)
-    runs = np.empty((2, groups.shape[1]), np.int64)
-    for s in range(n):  # in order of rank: the runs of one query are near the last one's
-        b = block_of[s]
-        order_runs(s, index, runs)
-        count, most = 0, out[b]
-        for g in range(groups.shape[1]):
-            for r in range(runs[0, g], runs[1, g]):
-                if r != s and conflict(release, acquire, r, s):
-                    count += 1
-                    most = max(most, by_rank[r])
-        degrees[b], out[b] = count, most
-    return degrees, out
+    return _order.greatest_conflicting(
+        index, np.ascontiguousarray(values, np.int64), np.ascontiguousarray(floor, np.int64)
+    )
 
 
 class OrderConflicts(ConflictGraph):

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
-from gaplanner.compiled import njit
+from gaplanner import native
+from gaplanner.native import _fitness
 from gaplanner.problem.problem import Problem
-from gaplanner.search.decoder import Decoder, decode_row, thread_chunks, workspace
-from gaplanner.search.interval_decoder import decode_interval_row, interval_workspace
+from gaplanner.search.decoder import Decoder, thread_chunks
 
 
 @dataclass(frozen=True)
@@ -67,125 +66,10 @@ class Scores:
         self.offsets[index] = other.offsets
 
 
-@njit(inline="always")
-def _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
-    if interval:
-        return lower[a] < upper[b] and lower[b] < upper[a]
-    row = sorted_indices[indptr[a] : indptr[a + 1]]
-    k = np.searchsorted(row, b)
-    return k < len(row) and row[k] == b
-
-
-@njit
-def _contiguity(seq, sizes, interval, lower, upper, indptr, sorted_indices):
-    """Share of adjacent pairs of ``seq`` (blocks by address) in a reuse relation."""
-    if len(seq) < 2:
-        return 0.0
-    reuse = 0
-    for p in range(len(seq) - 1):
-        a, b = seq[p], seq[p + 1]
-        if sizes[b] <= sizes[a] and not _conflict(a, b, interval, lower, upper, indptr, sorted_indices):
-            reuse += 1
-    return reuse / (len(seq) - 1)
-
-
-@njit
-def _sort_by_address(order, offsets, out):
-    """Write ``order`` stably sorted by ``offsets`` into ``out``.
-
-    A child's order is its parent's address order with a few genes moved, so
-    it is nearly sorted by its own offsets: insertion sort runs in close to
-    linear time there, far faster than a merge sort. Orders
-    far from sorted (random ones) fall back to the merge sort once the moves
-    pass a linear budget.
-    """
-    n = len(order)
-    keys = np.empty(n, offsets.dtype)
-    budget = 16 * n
-    for k in range(n):
-        b = order[k]
-        key, j = offsets[b], k
-        while j > 0 and keys[j - 1] > key:
-            keys[j] = keys[j - 1]
-            out[j] = out[j - 1]
-            j -= 1
-        keys[j] = key
-        out[j] = b
-        budget -= k - j
-        if budget < 0:
-            out[:] = order[np.argsort(offsets[order], kind="mergesort")]
-            return
-
-
-@njit(parallel=True, nogil=True)
-def _score_pairs(
-    orders, prefix, known, sizes, alignments, indptr, indices, pinned, index_bits, sentinel, first_fit,
-    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
-):  # fmt: skip
-    """Decode each order from the pair list, re-sort it by address and score it (in parallel).
-
-    Re-sorting by address is the reuse-ordering step "pre-allocate, then sort
-    by start address". First-fit decoding of the re-sorted order gives every block the
-    offset it had: each block's blockers (the placed neighbours that ruled out
-    lower offsets) lie below it, so they still come first, and the blocks now
-    placed before it that were not lie below it too, in space it did not use.
-    So an individual's stored offsets are exactly those of its stored order,
-    which lets a child be decoded from where it departs from its parent.
-    ``first_fit`` is always true; it is an argument, not the constant, because
-    numba compiles a second copy of the decoder for a constant argument.
-    """
-    for c in nb.prange(chunks):
-        work = workspace(sizes, indptr)
-        for i in range(c, len(orders), chunks):
-            peaks[i] = decode_row(
-                orders[i], prefix[i], known[i], sizes, alignments, indptr, indices, pinned,
-                not first_fit, index_bits, sentinel, work, offsets[i],
-            )  # fmt: skip
-            _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
-                       by_address, excess, contiguity)  # fmt: skip
-
-
-@njit(parallel=True, nogil=True)
-def _score_lifetimes(
-    orders, prefix, known, sizes, alignments, intervals, pinned, first_fit,
-    durations, floor, contiguity_args, use_contiguity, by_address, offsets, peaks, excess, contiguity, chunks,
-):  # fmt: skip
-    """:func:`_score_pairs` for a decoder that places from the lifetimes (``intervals``: its index arrays)."""
-    for c in nb.prange(chunks):
-        work = interval_workspace(len(sizes), intervals[5].shape[1])
-        for i in range(c, len(orders), chunks):
-            peaks[i] = decode_interval_row(
-                orders[i], prefix[i], known[i], sizes, alignments, intervals, pinned, not first_fit, work,
-                offsets[i],
-            )  # fmt: skip
-            _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
-                       by_address, excess, contiguity)  # fmt: skip
-
-
-@njit(inline="always")
-def _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity, by_address,
-               excess, contiguity):  # fmt: skip
-    """Re-sort row ``i`` by address; its bytes above the floor weighted by lifetime; its contiguity."""
-    row = offsets[i]
-    _sort_by_address(orders[i], row, by_address[i])
-    above = 0.0
-    for b in range(len(row)):
-        end = row[b] + sizes[b]
-        if end > floor:
-            above += float(end - max(row[b], floor)) * durations[b]
-    excess[i] = above
-    if use_contiguity:
-        contiguity[i] = _contiguity(by_address[i], *contiguity_args)
-
-
-@njit(parallel=True, nogil=True)
-def _score_decoded(orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity, by_address,
-                   excess, contiguity, chunks):  # fmt: skip
-    """Score rows decoded already (by the multi-core decoder without pairs), as :func:`_score_pairs`."""
-    for c in nb.prange(chunks):
-        for i in range(c, len(orders), chunks):
-            _score_row(i, orders, offsets, sizes, durations, floor, contiguity_args, use_contiguity,
-                       by_address, excess, contiguity)  # fmt: skip
+def _sort_by_address(order: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
+    """Write ``order`` stably sorted by ``offsets`` into ``out`` (insertion sort on the nearly sorted
+    orders of children, a merge sort past a linear budget of moves)."""
+    _fitness.sort_by_address(order, offsets, out)
 
 
 class PopulationFitness:
@@ -235,9 +119,10 @@ class PopulationFitness:
         by_address = np.empty_like(orders)
         if d.order is not None:
             scores.peaks[:], _ = d.decode_population(orders, template=known, out=offsets)
-            _score_decoded(
+            _fitness.score_decoded(
                 orders, offsets, d.sizes, self._durations, self.problem.lower_bound, self._contiguity_args,
                 self.use_contiguity, by_address, scores.excess, scores.contiguity, thread_chunks(population),
+                native.threads(),
             )  # fmt: skip
             self.evaluations += population
             return by_address, scores
@@ -245,14 +130,15 @@ class PopulationFitness:
         scored = (
             self._durations, self.problem.lower_bound, self._contiguity_args, self.use_contiguity,
             by_address, offsets, scores.peaks, scores.excess, scores.contiguity, thread_chunks(population),
+            native.threads(),
         )  # fmt: skip
         prefix = np.ascontiguousarray(known[0], np.int64)
         if d.intervals is not None:
-            _score_lifetimes(orders, prefix, known_offsets, d.sizes, d.alignments, self._intervals, d.pinned,
-                             True, *scored)  # fmt: skip
+            _fitness.score_lifetimes(orders, prefix, known_offsets, d.sizes, d.alignments, self._intervals,
+                                     d.pinned, True, *scored)  # fmt: skip
         else:
-            _score_pairs(orders, prefix, known_offsets, d.sizes, d.alignments, d.indptr, d.indices, d.pinned,
-                         d.index_bits, d.sentinel, True, *scored)  # fmt: skip
+            _fitness.score_pairs(orders, prefix, known_offsets, d.sizes, d.alignments, d.indptr, d.indices,
+                                 d.pinned, d.index_bits, d.sentinel, True, *scored)  # fmt: skip
         self.evaluations += population
         return by_address, scores
 

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gaplanner import build_problem
+from gaplanner.native import _decoder
 from gaplanner.problem.problem import Problem, problem_from_arrays
-from gaplanner.search.decoder import SORT_MIN_RANGES, Decoder, _sort_indices, decode
+from gaplanner.search.decoder import SORT_MIN_RANGES, Decoder, decode
 from gaplanner.search.fitness import PopulationFitness
 from gaplanner.search.neighbours import NEIGHBOUR_LANES
 from tests.oracles import address_order, best_fit_offsets, first_fit_offsets
@@ -99,8 +100,7 @@ def test_sorting_range_indices_by_start_matches_numpy(keys, outlier, bunched, dt
     keys = keys.astype(dtype)
     index_bits = max(1, len(keys).bit_length())
     index = np.random.default_rng(len(keys)).permutation(len(keys)).astype(np.int64)
-    scratch = np.empty((2, len(keys)), np.int64)
-    _sort_indices(index, len(keys), keys, index_bits, scratch[0], scratch[1])
+    _decoder.sort_indices(index, len(keys), keys, index_bits)
     assert sorted(index.tolist()) == list(range(len(keys)))
     assert keys[index].tolist() == sorted(keys.tolist())
 
