@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gaplanner.compiled import njit
 from gaplanner.documents.cores import Cores
 from gaplanner.native import _order
 from gaplanner.problem.conflicts import ConflictGraph
@@ -133,61 +132,6 @@ class OrderIndex:
 
     def arrays(self) -> tuple:
         return self.rank, self.acquire, self.release, self.reach, self.groups
-
-
-# The numba kernels below stay for gaplanner.search.baselines' numba kernels, which call them; the
-# native decoders use their C++ twins (gaplanner/native/order.hpp).
-
-
-@njit(inline="always")
-def _before(release, r, acquire, s):
-    """Whether rank ``r`` is done before rank ``s`` starts."""
-    for i in range(release.shape[1]):  # noqa: SIM110 (a loop numba compiles to an early exit)
-        if release[r, i] > acquire[s, i]:
-            return False
-    return True
-
-
-@njit(inline="always")
-def _passes(reach, r, acquire, s):
-    """Whether some release of rank ``r``'s group up to it passes rank ``s``'s acquire somewhere."""
-    for i in range(reach.shape[1]):  # noqa: SIM110 (a loop numba compiles to an early exit)
-        if reach[r, i] > acquire[s, i]:
-            return True
-    return False
-
-
-@njit(inline="always")
-def conflict(release, acquire, r, s):
-    """Whether ranks ``r`` and ``s`` (distinct) conflict: neither is done before the other starts."""
-    return not _before(release, r, acquire, s) and not _before(release, s, acquire, r)
-
-
-@njit
-def order_runs(s, index, runs):
-    """Fill ``runs``: per group, the first and end rank of the blocks that may conflict with rank ``s``."""
-    _, acquire, release, reach, groups = index
-    for g in range(groups.shape[1]):
-        first, end = groups[0, g], groups[1, g]
-        if groups[2, g] == 0:
-            runs[0, g], runs[1, g] = first, end
-            continue
-        lo, hi = first, end
-        while lo < hi:  # the first rank that starts after s is done
-            mid = (lo + hi) // 2
-            if _before(release, s, acquire, mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        end, lo = lo, first
-        hi = end
-        while lo < hi:  # the first rank whose group has reached past s's start
-            mid = (lo + hi) // 2
-            if _passes(reach, mid, acquire, s):
-                hi = mid
-            else:
-                lo = mid + 1
-        runs[0, g], runs[1, g] = lo, end
 
 
 def order_degrees(index: OrderIndex) -> np.ndarray:

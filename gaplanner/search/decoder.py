@@ -35,7 +35,6 @@ from gaplanner.errors import InputError
 from gaplanner.native import _decoder
 from gaplanner.problem.order import OrderIndex
 from gaplanner.problem.problem import Problem
-from gaplanner.search import kernels
 from gaplanner.search.interval_decoder import IntervalIndex, decode_interval_population
 from gaplanner.search.neighbours import padded_neighbours, pair_free_index, worst_end
 from gaplanner.search.order_decoder import decode_order_population
@@ -115,7 +114,6 @@ class Decoder:
 
         ``pairs``: True to decode from the pair list, False without (see :func:`pair_free_index`).
         """
-        kernels.prepare()  # before the first parallel decode in this process
         pinned = np.flatnonzero(problem.pinned >= 0).astype(np.int64)
         index = pair_free_index(problem, population, pairs)
         if index is not None:

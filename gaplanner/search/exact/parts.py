@@ -28,7 +28,7 @@ from math import gcd
 
 import numpy as np
 
-from gaplanner.compiled import njit
+from gaplanner.native import _parts
 from gaplanner.problem.conflicts import IntervalConflicts
 from gaplanner.problem.problem import Problem
 from gaplanner.search.exact.dfs import HEURISTICS, SKYLINE
@@ -213,29 +213,9 @@ def _graph_cliques(problem_lower: np.ndarray, problem_upper: np.ndarray, sizes: 
     return list(cliques.values())
 
 
-@njit
-def _component_labels(indptr, indices):
-    n = len(indptr) - 1
-    label = np.full(n, -1, np.int64)
-    stack = np.empty(n, np.int64)
-    count = 0
-    for start in range(n):
-        if label[start] >= 0:
-            continue
-        label[start] = count
-        top = 1
-        stack[0] = start
-        while top:
-            top -= 1
-            b = stack[top]
-            for e in range(indptr[b], indptr[b + 1]):
-                x = indices[e]
-                if label[x] < 0:
-                    label[x] = count
-                    stack[top] = x
-                    top += 1
-        count += 1
-    return label
+def _component_labels(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Per block, its connected component of the conflict graph (CSR), numbered in order of first block."""
+    return _parts.component_labels(indptr, indices)
 
 
 def _interval_labels(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -273,20 +253,15 @@ def components(problem: Problem) -> list[np.ndarray]:
     return np.split(order.astype(np.int64), np.flatnonzero(np.diff(label[order])) + 1)
 
 
-@njit
-def local_neighbours(blocks, local, indptr, indices):
-    """The conflicts of ``blocks`` (CSR), in their local indices, each row sorted."""
-    n = len(blocks)
-    ptr = np.zeros(n + 1, np.int64)
-    for i in range(n):
-        ptr[i + 1] = ptr[i] + indptr[blocks[i] + 1] - indptr[blocks[i]]
-    idx = np.empty(ptr[n], np.int64)
-    for i in range(n):
-        start = indptr[blocks[i]]
-        for e in range(start, indptr[blocks[i] + 1]):
-            idx[ptr[i] + e - start] = local[indices[e]]
-        idx[ptr[i] : ptr[i + 1]].sort()
-    return ptr, idx
+def local_neighbours(
+    blocks: np.ndarray, local: np.ndarray, indptr: np.ndarray, indices: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The conflicts of ``blocks`` (CSR), in their local indices, each row sorted.
+
+    ``blocks``, ``local`` (each problem block's local index) and ``indptr`` are int64; ``indices`` int32 or
+    int64.
+    """
+    return _parts.local_neighbours(blocks, local, indptr, indices)
 
 
 def make_part(problem: Problem, blocks: np.ndarray) -> Part:
