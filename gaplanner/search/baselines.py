@@ -77,6 +77,18 @@ def walk_order(problem: Problem) -> np.ndarray:
     return np.lexsort((np.arange(problem.n), first))
 
 
+def best_fit_coalescing_offsets(problem: Problem) -> np.ndarray:
+    """Best-fit-coalescing's offsets, unverified: what :func:`best_fit_coalescing` verifies (it refuses
+    pinned blocks)."""
+    step = int(np.lcm.reduce(problem.alignments))
+    sizes, alignments = (np.ascontiguousarray(a, np.int64) for a in (problem.sizes, problem.alignments))
+    if problem.interval_conflicts:
+        lower, reuse_at = (np.ascontiguousarray(a, np.int64) for a in (problem.lower, problem.reuse_at))
+        return _baselines.best_fit_coalescing(sizes, alignments, lower, reuse_at, step)
+    order = np.ascontiguousarray(walk_order(problem), np.int64)
+    return _baselines.best_fit_over_conflicts(sizes, alignments, order, *_conflict_source(problem), step)
+
+
 def best_fit_coalescing(problem: Problem) -> Plan:
     if problem.has_pinned:
         raise InputError(
@@ -85,16 +97,7 @@ def best_fit_coalescing(problem: Problem) -> Plan:
             "algorithm",
         )
     started = time.perf_counter()
-    step = int(np.lcm.reduce(problem.alignments))
-    sizes, alignments = (np.ascontiguousarray(a, np.int64) for a in (problem.sizes, problem.alignments))
-    if problem.interval_conflicts:
-        lower, reuse_at = (np.ascontiguousarray(a, np.int64) for a in (problem.lower, problem.reuse_at))
-        offsets = _baselines.best_fit_coalescing(sizes, alignments, lower, reuse_at, step)
-    else:
-        order = np.ascontiguousarray(walk_order(problem), np.int64)
-        offsets = _baselines.best_fit_over_conflicts(
-            sizes, alignments, order, *_conflict_source(problem), step
-        )
+    offsets = best_fit_coalescing_offsets(problem)
     return make_plan(problem, offsets, "best-fit-coalescing", started)
 
 

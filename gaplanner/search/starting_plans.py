@@ -32,12 +32,9 @@ from gaplanner.problem.bounds import load_profile
 from gaplanner.problem.problem import Problem
 from gaplanner.search.baselines import (
     BASELINES,
-    _best_fit_coalescing,
-    _best_fit_over_conflicts,
-    _conflict_source,
+    best_fit_coalescing_offsets,
     first_fit_order,
     greedy_size_order,
-    walk_order,
 )
 from gaplanner.search.decoder import decode
 from gaplanner.search.window_repair import repair, repairable
@@ -74,16 +71,6 @@ def heaviest_instant_order(problem: Problem) -> np.ndarray:
 def heaviest_instant_first(problem: Problem) -> Plan:
     """The verified plan of :func:`heaviest_instant_order`, decoded by first-fit."""
     return _make(HEAVIEST_INSTANT_FIRST, problem).plan(problem)
-
-
-def best_fit_coalescing_offsets(problem: Problem) -> np.ndarray:
-    """Best-fit-coalescing's offsets, unverified: what
-    :func:`gaplanner.search.baselines.best_fit_coalescing` verifies (it refuses pinned blocks)."""
-    step = int(np.lcm.reduce(problem.alignments))
-    sizes, alignments = problem.sizes, problem.alignments
-    if problem.interval_conflicts:
-        return _best_fit_coalescing(sizes, alignments, problem.lower, problem.reuse_at, step)
-    return _best_fit_over_conflicts(sizes, alignments, walk_order(problem), *_conflict_source(problem), step)
 
 
 #: Each starting plan's offsets, made unverified: a plan is verified once it is known to be kept.
