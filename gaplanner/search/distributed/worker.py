@@ -97,12 +97,12 @@ class IslandWorker:
         self, problem: Problem, settings: GASettings, seeds: list[np.ndarray], threads: int = 1
     ) -> None:
         self.threads = threads
-        native.set_threads(threads)
         self.problem, self.settings, self.seeds = problem, settings, seeds
         self.islands: dict[int, Island] = {}
         self.generation: dict[int, int] = {}
-        self.fitness = PopulationFitness(problem, settings.use_contiguity)  # shared arrays, a counter each
-        self.guide = HoleGuide.for_problem(problem)
+        with native.limited_threads(threads):  # per calling thread: the caller's count is left as it was
+            self.fitness = PopulationFitness(problem, settings.use_contiguity)  # shared; a counter each
+            self.guide = HoleGuide.for_problem(problem)
         self.stopped = False
         self.pacing = Pacing(0.0, 0.0, settings.local_search > 0)  # the last steps' times, as in run_ga
         self._lock = threading.Lock()
@@ -166,8 +166,7 @@ class IslandWorker:
         after the unit before it.
         """
         deadline = None if seconds_left is None else time.perf_counter() + seconds_left
-        with self._lock:
-            native.set_threads(self.threads)  # the kernels' thread count is per calling thread
+        with self._lock, native.limited_threads(self.threads):  # the count is per calling thread
             started = time.perf_counter()
             k, island = unit.island, self._island(unit)
             if unit.arrivals is not None:
