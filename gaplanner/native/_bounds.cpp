@@ -3,45 +3,94 @@
 
 namespace {
 
-// Weight of the heaviest clique grown greedily from each instant's live set (see bounds.py).
+// The heaviest clique grown greedily from each instant's live set (see bounds.py).
+//
+// At each start time t the blocks live at t (lower <= t < upper) are a clique; blocks adjacent to all
+// of them are added, heaviest first (the lowest index among equal sizes), while any is left. The live
+// set is kept by a sweep over the start times and `adjacent[j]` counts the live blocks (and blocks
+// added) that j conflicts with, so each instant costs the neighbours of one live block and of the
+// blocks added, not a pass over every block and every live block's neighbours. A block adjacent to
+// all of them is a neighbour of one that starts at t, and stays a candidate while it is adjacent to every
+// block added (the graph has no repeated pairs, so each added block raises a count by at most one).
 template <class Index>
-int64_t greedy_clique_weight(gp::Array<int64_t> lower, gp::Array<int64_t> upper, gp::Array<int64_t> sizes,
-                             gp::Array<int64_t> indptr, gp::Array<Index> indices) {
-  const int64_t n = sizes.len();
-  std::vector<int64_t> instants(lower.data, lower.data + lower.len());
-  std::sort(instants.begin(), instants.end());
-  instants.erase(std::unique(instants.begin(), instants.end()), instants.end());
-  std::vector<int64_t> adjacent(static_cast<size_t>(n));
-  std::vector<char> in_clique(static_cast<size_t>(n));
-  int64_t best = 0;
-  for (int64_t t : instants) {
-    std::fill(adjacent.begin(), adjacent.end(), 0);
-    std::fill(in_clique.begin(), in_clique.end(), 0);
-    int64_t weight = 0, needed = 0;
-    auto take = [&](int64_t m) {
-      in_clique[m] = 1;
-      weight += sizes[m];
-      for (int64_t e = indptr[m]; e < indptr[m + 1]; ++e) ++adjacent[indices[e]];
-    };
-    for (int64_t m = 0; m < n; ++m) {
-      if (lower[m] <= t && upper[m] > t) {
-        take(m);
-        ++needed;
-      }
+struct GreedyClique {
+  gp::Array<int64_t> lower, upper, sizes, indptr;
+  gp::Array<Index> indices;
+  std::vector<int64_t> adjacent;
+  std::vector<char> in_clique;  // live at t, or added to its clique
+  int64_t members = 0, weight = 0;
+
+  GreedyClique(gp::Array<int64_t> lower, gp::Array<int64_t> upper, gp::Array<int64_t> sizes,
+               gp::Array<int64_t> indptr, gp::Array<Index> indices)
+      : lower(lower), upper(upper), sizes(sizes), indptr(indptr), indices(indices) {}
+
+  void take(int64_t m, int64_t delta) {
+    in_clique[m] = delta > 0;
+    members += delta;
+    weight += delta * sizes[m];
+    for (int64_t e = indptr[m]; e < indptr[m + 1]; ++e) adjacent[indices[e]] += delta;
+  }
+
+  bool fits(int64_t j) const { return !in_clique[j] && adjacent[j] == members; }
+
+  // The blocks that may be added: the neighbours of `starter`, or every block if none (when only empty
+  // lifetimes start at t).
+  std::vector<int64_t> candidates(int64_t starter) const {
+    std::vector<int64_t> found;
+    if (starter < 0) {
+      for (int64_t j = 0; j < sizes.len(); ++j) found.push_back(j);
+    } else {
+      for (int64_t e = indptr[starter]; e < indptr[starter + 1]; ++e) found.push_back(indices[e]);
     }
+    return found;
+  }
+
+  // The live set's weight grown by the heaviest common neighbour while there is one (then undone).
+  int64_t grown(int64_t starter) {
+    std::vector<int64_t> open = candidates(starter), added;
     while (true) {
       int64_t pick = -1;
-      for (int64_t j = 0; j < n; ++j) {
-        if (!in_clique[j] && adjacent[j] == needed && (pick < 0 || sizes[j] > sizes[pick])) pick = j;
+      size_t kept = 0;
+      for (int64_t j : open) {
+        if (!fits(j)) continue;
+        open[kept++] = j;
+        if (pick < 0 || sizes[j] > sizes[pick] || (sizes[j] == sizes[pick] && j < pick)) pick = j;
       }
+      open.resize(kept);
       if (pick < 0) break;
-      take(pick);
-      ++needed;
+      take(pick, 1);
+      added.push_back(pick);
     }
-    best = std::max(best, weight);
+    const int64_t total = weight;
+    for (int64_t m : added) take(m, -1);
+    return total;
   }
-  return best;
-}
+
+  int64_t heaviest() {
+    const int64_t n = sizes.len();
+    adjacent.assign(static_cast<size_t>(n), 0);
+    in_clique.assign(static_cast<size_t>(n), 0);
+    std::vector<int64_t> by_lower(static_cast<size_t>(n)), by_upper(static_cast<size_t>(n));
+    for (int64_t m = 0; m < n; ++m) by_lower[m] = by_upper[m] = m;
+    std::sort(by_lower.begin(), by_lower.end(), [&](int64_t a, int64_t b) { return lower[a] < lower[b]; });
+    std::sort(by_upper.begin(), by_upper.end(), [&](int64_t a, int64_t b) { return upper[a] < upper[b]; });
+    int64_t best = 0;
+    size_t started = 0, ended = 0;
+    while (started < by_lower.size()) {
+      const int64_t t = lower[by_lower[started]];
+      for (; ended < by_upper.size() && upper[by_upper[ended]] <= t; ++ended) {
+        if (in_clique[by_upper[ended]]) take(by_upper[ended], -1);
+      }
+      int64_t starter = -1;
+      for (; started < by_lower.size() && lower[by_lower[started]] == t; ++started) {
+        const int64_t m = by_lower[started];
+        if (upper[m] > t) take(m, 1), starter = m;
+      }
+      best = std::max(best, grown(starter));
+    }
+    return best;
+  }
+};
 
 PyObject* greedy_clique(gp::Args& args) {
   auto lower = args.array<int64_t>(0, "lower");
@@ -52,11 +101,11 @@ PyObject* greedy_clique(gp::Args& args) {
   if (args.is<int32_t>(4)) {
     auto indices = args.array<int32_t>(4, "indices");
     gp::NoGil released;
-    weight = greedy_clique_weight(lower, upper, sizes, indptr, indices);
+    weight = GreedyClique<int32_t>(lower, upper, sizes, indptr, indices).heaviest();
   } else {
     auto indices = args.array<int64_t>(4, "indices");
     gp::NoGil released;
-    weight = greedy_clique_weight(lower, upper, sizes, indptr, indices);
+    weight = GreedyClique<int64_t>(lower, upper, sizes, indptr, indices).heaviest();
   }
   return gp::to_py(weight);
 }

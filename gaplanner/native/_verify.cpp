@@ -85,17 +85,22 @@ PyObject* address_overlap(gp::Args& args) {
   int64_t first = -1, second = -1;
   {
     gp::NoGil released;
+    std::vector<int64_t> starts(static_cast<size_t>(n));  // the offsets in address order
+    for (int64_t p = 0; p < n; ++p) starts[p] = offsets[by_address[p]];
     for (int64_t p = 0; p < n && first < 0; ++p) {
-      const int64_t a = by_address[p];
-      for (int64_t q = p + 1; q < n; ++q) {
+      const int64_t a = by_address[p], end = ends[a];
+      const int64_t* release_a = release.data + a * k;
+      const int64_t* acquire_a = acquire.data + a * k;
+      for (int64_t q = p + 1; q < n && starts[q] < end; ++q) {
         const int64_t b = by_address[q];
-        if (offsets[b] >= ends[a]) break;
-        bool a_first = true, b_first = true;
+        const int64_t* release_b = release.data + b * k;
+        const int64_t* acquire_b = acquire.data + b * k;
+        int64_t a_late = 0, b_late = 0;  // some component of one's release above the other's acquire
         for (int64_t i = 0; i < k; ++i) {
-          a_first &= release(a, i) <= acquire(b, i);
-          b_first &= release(b, i) <= acquire(a, i);
+          a_late |= release_a[i] > acquire_b[i];
+          b_late |= release_b[i] > acquire_a[i];
         }
-        if (!a_first && !b_first) {
+        if (a_late && b_late) {
           first = std::min(a, b), second = std::max(a, b);
           break;
         }

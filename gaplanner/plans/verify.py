@@ -1,17 +1,18 @@
 """Independent plan verification.
 
-A plan is valid when every offset is a non-negative multiple of its block's
-alignment, every block lies inside ``[0, peak)``, and no two conflicting
-blocks share an address. For interval problems the last check does not use
-the conflict graph at all: a compiled sweep over time keeps the live blocks in
-order of address (marks in a count tree over the blocks ranked by offset) and
-compares each newcomer with its two address neighbours (if the live blocks are
-pairwise disjoint, a newcomer overlapping any of them overlaps one of those
-two), in O(n log n). For multi-core problems every conflict edge is checked
-where the pair list was built; where it was not (too large), the blocks are
-walked in order of address, each against those starting below its end, and
-every pair that overlaps in memory is tested against the happens-before
-vectors: O(n log n + pairs overlapping in memory), memory O(n).
+A plan is valid when every pinned block is at its pinned offset, every offset
+is a non-negative multiple of its block's alignment, every block lies inside
+``[0, peak)``, and no two conflicting blocks share an address. For interval
+problems the last check does not use the conflict graph at all: a compiled
+sweep over time keeps the live blocks in order of address (marks in a count
+tree over the blocks ranked by offset) and compares each newcomer with its two
+address neighbours (if the live blocks are pairwise disjoint, a newcomer
+overlapping any of them overlaps one of those two), in O(n log n). For
+multi-core problems every conflict edge is checked where the pair list was
+built; where it was not (too large), the blocks are walked in order of
+address, each against those starting below its end, and every pair that
+overlaps in memory is tested against the happens-before vectors: O(n log n +
+pairs overlapping in memory), memory O(n).
 
 A graph with ``devices`` is also checked operator by operator against its
 document: every tensor an operator on a device reads or writes (and its
@@ -121,6 +122,9 @@ def find_violation(problem: Problem, offsets: np.ndarray, peak: int | None = Non
     if not np.issubdtype(offsets.dtype, np.integer):
         return "offsets must be integers"
     offsets = offsets.astype(np.int64)
+    if (moved := (problem.pinned >= 0) & (offsets != problem.pinned)).any():
+        i = int(np.argmax(moved))
+        return f"block {problem.ids[i]!r} is pinned at {problem.pinned[i]} but placed at {offsets[i]}"
     for name, bad in (
         ("is negative", offsets < 0),
         ("is not a multiple of its alignment", offsets % problem.alignments != 0),

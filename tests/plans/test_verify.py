@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from gaplanner import PlanError, build_problem, find_violation, load_problem, verify
 from gaplanner.plans.verify import _edge_overlap, _vector_overlap
+from gaplanner.problem.problem import problem_from_arrays
 from gaplanner.search.decoder import decode
 from tests.strategies import SETTINGS, clock_problems, graph_documents, interval_problems
 
@@ -81,3 +82,13 @@ def test_multicore_plans_are_judged_alike_with_and_without_pairs(problem, data) 
         with_pairs = _edge_overlap(problem, planted)
         without = _vector_overlap(problem, planted)
         assert (with_pairs is None) == (without is None), (with_pairs, without)
+
+
+def test_a_pinned_block_moved_is_a_violation_in_one_arena_too() -> None:
+    problem = problem_from_arrays(
+        np.array([10, 5]), np.array([0, 1]), np.array([3, 4]), offsets=np.array([-1, 16])
+    )
+    assert find_violation(problem, np.array([0, 16])) is None
+    assert find_violation(problem, np.array([0, 32])) == "block '1' is pinned at 16 but placed at 32"
+    with pytest.raises(PlanError, match="pinned at 16"):
+        verify(problem, np.array([16, 0]))
