@@ -21,7 +21,6 @@ import numpy as np
 from experiments.report import write_results
 from gaplanner.documents.schema import Document, parse_document
 from gaplanner.schedule import ScheduleSettings, search_schedule
-from gaplanner.schedule.kernels import warm_up
 
 
 def cell_graph(cells: int, branches: int = 5, seed: int = 0) -> Document:
@@ -83,7 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per graph to 10k operators")
     parser.add_argument("--large-time-limit", type=float, default=60.0, help="seconds per larger graph")
     args = parser.parse_args(argv)
-    warm_up()
     rows = []
     for cells in args.cells:
         rows.append(measure(cells, args.time_limit, args.large_time_limit))

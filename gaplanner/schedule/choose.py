@@ -25,7 +25,6 @@ from gaplanner.schedule.bounds import surely_live
 from gaplanner.schedule.cuts import cut_bound
 from gaplanner.schedule.dag import Dag, build_dag, check_order
 from gaplanner.schedule.exact import PartsResult, solve_parts
-from gaplanner.schedule.kernels import warm_up
 from gaplanner.schedule.memory import LoadModel, build_blocks
 from gaplanner.schedule.orders import STARTING_ORDERS
 from gaplanner.schedule.search import OrderSearch, SearchState
@@ -137,7 +136,6 @@ def search_schedule(
     document: Document, rules: Rules | None = None, settings: ScheduleSettings | None = None
 ) -> ScheduleResult:
     """The best order found for ``document``'s operators under ``rules``, and its certificate."""
-    warm_up()
     began = time.perf_counter()
     settings = settings or ScheduleSettings()
     rules = rules or Rules()

@@ -19,10 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import types
-from numba.typed import Dict
 
-from gaplanner.compiled import njit
+from gaplanner.native import _schedule
 from gaplanner.schedule.bounds import SurelyLive
 from gaplanner.schedule.dag import Dag
 from gaplanner.schedule.memory import Blocks
@@ -48,72 +46,6 @@ class PartsResult:
     @property
     def exact(self) -> bool:
         return self.solved == self.parts
-
-
-@njit(nogil=True)
-def _part_dp(
-    m: int,
-    pred_mask: np.ndarray,
-    inside: np.ndarray,
-    before: np.ndarray,
-    after: np.ndarray,
-    sizes: np.ndarray,
-    constant: int,
-    ip_op: np.ndarray,
-    ip_size: np.ndarray,
-    ip_ptr: np.ndarray,
-    ip_host: np.ndarray,
-    state_limit: int,
-) -> tuple[int, np.ndarray]:
-    """The best peak over orders of one part (``-1`` past the state budget) and such an order."""
-    index = Dict.empty(key_type=types.int64, value_type=types.int64)
-    masks = np.zeros(state_limit, np.int64)
-    best = np.zeros(state_limit, np.int64)
-    parent = np.full(state_limit, -1, np.int64)
-    step = np.full(state_limit, -1, np.int64)
-    index[0] = 0
-    count, head = 1, 0
-    full = (np.int64(1) << m) - 1
-    while head < count:
-        done = masks[head]
-        for v in range(m):
-            bit = np.int64(1) << v
-            if done & bit or (pred_mask[v] & ~done) != 0:
-                continue
-            run = done | bit
-            load = constant
-            for b in range(len(sizes)):
-                if (before[b] or inside[b] & run) and (after[b] or inside[b] & ~done):
-                    load += sizes[b]
-            for c in range(len(ip_op)):
-                if ip_op[c] != v:
-                    continue
-                for e in range(ip_ptr[c], ip_ptr[c + 1]):
-                    h = ip_host[e]
-                    if not after[h] and (inside[h] & full & ~run) == 0:
-                        load -= ip_size[c]
-                        break
-            cost = max(best[head], load)
-            if run not in index:
-                if count == state_limit:
-                    return -1, np.zeros(0, np.int64)
-                at = count
-                index[run] = at
-                masks[at], best[at] = run, cost
-                parent[at], step[at] = head, v
-                count += 1
-                continue
-            at = index[run]
-            if cost < best[at]:
-                best[at], parent[at], step[at] = cost, head, v
-        head += 1
-    at = index[full]
-    value = best[at]
-    order = np.empty(m, np.int64)
-    for p in range(m - 1, -1, -1):
-        order[p] = step[at]
-        at = parent[at]
-    return value, order
 
 
 def _parts(live: SurelyLive, given: np.ndarray) -> list[tuple[int, int]]:
@@ -193,8 +125,9 @@ def _solve_part(
                 pred_mask[i] |= 1 << int(spans.rank[p] - s0)
     chances = spans.chances(s0, s1)
     hosts = [[where[h] for h in _hosts(blocks, c) if h in where] for c in chances]
-    value, order = _part_dp(
-        m, pred_mask, inside, spans.first[local] < s0, spans.last[local] >= s1, blocks.sizes[local], constant,
+    value, order = _schedule.part_dp(
+        m, pred_mask, inside, spans.first[local] < s0, spans.last[local] >= s1,
+        blocks.sizes[local].astype(np.int64), constant,
         np.array([spans.rank[blocks.ip_op[c]] - s0 for c in chances], np.int64),
         blocks.ip_size[chances].astype(np.int64),
         np.concatenate([[0], np.cumsum([len(h) for h in hosts])]).astype(np.int64),

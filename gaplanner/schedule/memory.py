@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gaplanner.compiled import njit
 from gaplanner.documents.lifetimes import analyse_graph
 from gaplanner.documents.rules import Rules
 from gaplanner.documents.schema import Document
+from gaplanner.native import _schedule
 from gaplanner.problem.storage import group_tensors
 
 
@@ -123,65 +123,6 @@ def _reach(storage, b: int):  # type: ignore[no-untyped-def]
     return storage.reach[b] if storage.reach else None
 
 
-@njit(nogil=True)
-def _live_bytes(
-    pos: np.ndarray,
-    n: int,
-    sizes: np.ndarray,
-    acc_ptr: np.ndarray,
-    acc_op: np.ndarray,
-    from_start: np.ndarray,
-    kept: np.ndarray,
-    ip_op: np.ndarray,
-    ip_size: np.ndarray,
-    ip_ptr: np.ndarray,
-    ip_host: np.ndarray,
-    load: np.ndarray,
-    last: np.ndarray,
-) -> None:
-    """``load[p]``: bytes live at position ``p`` (``n``: after the last operator), less in-place savings."""
-    diff = load
-    diff[:] = 0
-    for b in range(len(sizes)):
-        lo, hi = n, -1
-        for e in range(acc_ptr[b], acc_ptr[b + 1]):
-            p = pos[acc_op[e]]
-            lo = min(lo, p)
-            hi = max(hi, p)
-        if from_start[b]:
-            lo = 0
-        if kept[b]:
-            hi = n
-        last[b] = hi
-        diff[lo] += sizes[b]
-        if hi + 1 <= n:
-            diff[hi + 1] -= sizes[b]
-    for c in range(len(ip_op)):
-        p = pos[ip_op[c]]
-        for e in range(ip_ptr[c], ip_ptr[c + 1]):
-            if last[ip_host[e]] == p:
-                diff[p] -= ip_size[c]
-                if p + 1 <= n:
-                    diff[p + 1] += ip_size[c]
-                break
-    running = 0
-    for p in range(n + 1):
-        running += diff[p]
-        diff[p] = running
-
-
-@njit(nogil=True)
-def _peak_and_count(load: np.ndarray) -> tuple[int, int]:
-    peak = load[0]
-    count = 0
-    for p in range(len(load)):
-        if load[p] > peak:
-            peak, count = load[p], 1
-        elif load[p] == peak:
-            count += 1
-    return peak, count
-
-
 class LoadModel:
     """Scores orders against one document's blocks, reusing its work arrays (not thread-safe)."""
 
@@ -192,13 +133,16 @@ class LoadModel:
         self.pos = np.zeros(blocks.n_ops, np.int64)
 
     def args(self) -> tuple:  # type: ignore[type-arg]
+        """The blocks as the kernels read them (gaplanner.native._schedule's ``model``)."""
         b = self.blocks
-        return (b.sizes, b.acc_ptr, b.acc_op, b.from_start, b.kept, b.ip_op, b.ip_size, b.ip_ptr, b.ip_host)
+        flags = (np.ascontiguousarray(f, np.bool_) for f in (b.from_start, b.kept))
+        ints = (np.ascontiguousarray(a, np.int64) for a in (b.ip_op, b.ip_size, b.ip_ptr, b.ip_host))
+        return (b.sizes, b.acc_ptr, b.acc_op, *flags, *ints)
 
     def profile(self, order: np.ndarray) -> np.ndarray:
         """Live bytes at each position of ``order`` (operator indices), and after the last one."""
         self.pos[order] = np.arange(len(order))
-        _live_bytes(self.pos, self.blocks.n_ops, *self.args(), self.load, self.last)
+        _schedule.profile(self.pos, self.blocks.n_ops, self.args(), self.load, self.last)
         return self.load.copy()
 
     def peak(self, order: np.ndarray) -> int:

@@ -21,7 +21,6 @@ from numba.core import event
 
 from gaplanner.problem.loading import load_problem
 from gaplanner.problem.problem import problem_from_arrays
-from gaplanner.schedule.kernels import warm_up as warm_up_schedule
 from gaplanner.search.exact.search import ExactSettings
 from gaplanner.search.exact.search import warm_up as warm_up_exact
 from gaplanner.search.ga import GASettings
@@ -42,7 +41,6 @@ def compile_kernels() -> None:
     """Run every algorithm (and the searches' warm-ups) once on tiny inputs: each kernel compiles or loads."""
     warm_up_search()
     warm_up_exact()
-    warm_up_schedule()
     settings = {
         "ga": GASettings(generations=2, time_limit=5.0, population=4, elite=1, islands=2, seed=1),
         "exact": ExactSettings(time_limit=0.5, threads=1),
