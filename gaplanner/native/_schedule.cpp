@@ -224,75 +224,133 @@ PyObject* surely_live(gp::Args& args) {
 
 // ---- exact.py: dynamic programming over the down-sets of one part ----------------------------------------
 
+// The down-sets met so far, each to its slot: open addressing on the set's bits, grown as sets come (a
+// part of a few operators meets a few sets, so nothing is sized by the state budget up front).
+class StateIndex {
+ public:
+  StateIndex() : keys_(64, EMPTY), slots_(64) {}
+
+  int64_t find(int64_t set) const {  // the set's slot, or -1
+    for (size_t at = home(set);; at = (at + 1) & mask()) {
+      if (keys_[at] == set) return slots_[at];
+      if (keys_[at] == EMPTY) return -1;
+    }
+  }
+
+  void insert(int64_t set, int64_t slot) {
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    place(set, slot);
+  }
+
+ private:
+  static constexpr int64_t EMPTY = -1;  // a set is at most 62 bits: never negative
+  size_t mask() const { return keys_.size() - 1; }
+  size_t home(int64_t set) const {
+    return static_cast<size_t>((static_cast<uint64_t>(set) * 0x9E3779B97F4A7C15ULL) >> shift_);
+  }
+  void place(int64_t set, int64_t slot) {
+    size_t at = home(set);
+    while (keys_[at] != EMPTY) at = (at + 1) & mask();
+    keys_[at] = set, slots_[at] = slot;
+    ++size_;
+  }
+  void grow() {
+    std::vector<int64_t> keys(keys_.size() * 2, EMPTY), slots(keys_.size() * 2);
+    keys.swap(keys_), slots.swap(slots_);
+    --shift_, size_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] != EMPTY) place(keys[i], slots[i]);
+    }
+  }
+  std::vector<int64_t> keys_, slots_;
+  size_t size_ = 0;
+  int shift_ = 58;  // 64 - log2(capacity)
+};
+
+struct Part {  // _part_dp's arguments: one part's operators, blocks and in-place chances
+  int64_t m;
+  gp::Array<int64_t> pred_mask, inside;
+  gp::Array<bool> before, after;
+  gp::Array<int64_t> sizes;
+  int64_t constant;
+  gp::Array<int64_t> ip_op, ip_size, ip_ptr, ip_host;
+};
+
+// Bytes live while v runs, the part's sets `done` run before it and `run` with it.
+int64_t part_load(const Part& part, int64_t v, int64_t done, int64_t run) {
+  const int64_t full = (int64_t{1} << part.m) - 1;
+  int64_t load = part.constant;
+  for (int64_t b = 0; b < part.sizes.len(); ++b) {
+    const int64_t in = part.inside[b];
+    if ((part.before[b] || (in & run)) && (part.after[b] || (in & ~done))) load += part.sizes[b];
+  }
+  for (int64_t c = 0; c < part.ip_op.len(); ++c) {
+    if (part.ip_op[c] != v) continue;
+    for (int64_t e = part.ip_ptr[c]; e < part.ip_ptr[c + 1]; ++e) {
+      const int64_t h = part.ip_host[e];
+      if (!part.after[h] && (part.inside[h] & full & ~run) == 0) {
+        load -= part.ip_size[c];
+        break;
+      }
+    }
+  }
+  return load;
+}
+
+// best: the lowest peak over orders running set `mask` first; reached from set `parent` by running `step`.
+struct DownSet {
+  int64_t mask, best, parent, step;
+};
+
+// The best peak over orders of one part (-1 past the state budget) and such an order (positions in the part).
+int64_t best_part_order(const Part& part, int64_t state_limit, std::vector<int64_t>& order) {
+  std::vector<DownSet> sets{{0, 0, -1, -1}};
+  StateIndex index;
+  index.insert(0, 0);
+  for (size_t head = 0; head < sets.size(); ++head) {  // breadth first: by the number of operators run
+    const int64_t done = sets[head].mask;
+    for (int64_t v = 0; v < part.m; ++v) {
+      const int64_t bit = int64_t{1} << v;
+      if ((done & bit) || (part.pred_mask[v] & ~done) != 0) continue;
+      const int64_t run = done | bit;
+      const int64_t cost = std::max(sets[head].best, part_load(part, v, done, run));
+      const int64_t at = index.find(run);
+      if (at < 0) {
+        if (static_cast<int64_t>(sets.size()) >= state_limit) return -1;
+        index.insert(run, static_cast<int64_t>(sets.size()));
+        sets.push_back({run, cost, static_cast<int64_t>(head), v});
+      } else if (cost < sets[at].best) {
+        sets[at].best = cost, sets[at].parent = static_cast<int64_t>(head), sets[at].step = v;
+      }
+    }
+  }
+  const int64_t all = index.find((int64_t{1} << part.m) - 1);
+  order.assign(static_cast<size_t>(part.m), 0);
+  for (int64_t p = part.m - 1, at = all; p >= 0; --p) {
+    order[p] = sets[at].step;
+    at = sets[at].parent;
+  }
+  return sets[all].best;
+}
+
 PyObject* part_dp(gp::Args& args) {
-  const int64_t m = args.integer(0, "m");
-  auto pred_mask = args.array<int64_t>(1, "pred_mask");
-  auto inside = args.array<int64_t>(2, "inside");
-  auto before = args.array<bool>(3, "before");
-  auto after = args.array<bool>(4, "after");
-  auto sizes = args.array<int64_t>(5, "sizes");
-  const int64_t constant = args.integer(6, "constant");
-  auto ip_op = args.array<int64_t>(7, "ip_op");
-  auto ip_size = args.array<int64_t>(8, "ip_size");
-  auto ip_ptr = args.array<int64_t>(9, "ip_ptr");
-  auto ip_host = args.array<int64_t>(10, "ip_host");
+  const Part part{args.integer(0, "m"),
+                  args.array<int64_t>(1, "pred_mask"),
+                  args.array<int64_t>(2, "inside"),
+                  args.array<bool>(3, "before"),
+                  args.array<bool>(4, "after"),
+                  args.array<int64_t>(5, "sizes"),
+                  args.integer(6, "constant"),
+                  args.array<int64_t>(7, "ip_op"),
+                  args.array<int64_t>(8, "ip_size"),
+                  args.array<int64_t>(9, "ip_ptr"),
+                  args.array<int64_t>(10, "ip_host")};
   const int64_t state_limit = args.integer(11, "state_limit");
-  int64_t value = -1;
+  int64_t value;
   std::vector<int64_t> order;
   {
     gp::NoGil released;
-    std::unordered_map<int64_t, int64_t> index;
-    std::vector<int64_t> masks(static_cast<size_t>(state_limit)), best(static_cast<size_t>(state_limit));
-    std::vector<int64_t> parent(static_cast<size_t>(state_limit), -1), step(static_cast<size_t>(state_limit), -1);
-    index[0] = 0;
-    int64_t count = 1;
-    const int64_t full = (int64_t{1} << m) - 1;
-    bool over = false;
-    for (int64_t head = 0; head < count && !over; ++head) {
-      const int64_t done = masks[head];
-      for (int64_t v = 0; v < m; ++v) {
-        const int64_t bit = int64_t{1} << v;
-        if ((done & bit) || (pred_mask[v] & ~done) != 0) continue;
-        const int64_t run = done | bit;
-        int64_t load = constant;
-        for (int64_t b = 0; b < sizes.len(); ++b) {
-          if ((before[b] || (inside[b] & run)) && (after[b] || (inside[b] & ~done))) load += sizes[b];
-        }
-        for (int64_t c = 0; c < ip_op.len(); ++c) {
-          if (ip_op[c] != v) continue;
-          for (int64_t e = ip_ptr[c]; e < ip_ptr[c + 1]; ++e) {
-            const int64_t h = ip_host[e];
-            if (!after[h] && (inside[h] & full & ~run) == 0) {
-              load -= ip_size[c];
-              break;
-            }
-          }
-        }
-        const int64_t cost = std::max(best[head], load);
-        auto found = index.find(run);
-        if (found == index.end()) {
-          if (count == state_limit) {
-            over = true;
-            break;
-          }
-          index.emplace(run, count);
-          masks[count] = run, best[count] = cost, parent[count] = head, step[count] = v;
-          ++count;
-          continue;
-        }
-        const int64_t at = found->second;
-        if (cost < best[at]) best[at] = cost, parent[at] = head, step[at] = v;
-      }
-    }
-    if (!over) {
-      int64_t at = index.at(full);
-      value = best[at];
-      order.assign(static_cast<size_t>(m), 0);
-      for (int64_t p = m - 1; p >= 0; --p) {
-        order[p] = step[at];
-        at = parent[at];
-      }
-    }
+    value = best_part_order(part, state_limit, order);
   }
   PyObject* steps = gp::to_array(order);
   return steps == nullptr ? nullptr : Py_BuildValue("(LN)", static_cast<long long>(value), steps);
@@ -305,7 +363,7 @@ struct Graph {
 };
 
 // The topological order that always runs the ready operator of smallest key (ties: lower index).
-void decode_keys(const double* keys, int64_t n, const Graph& g, int64_t* order) {
+void decode_order(const double* keys, int64_t n, const Graph& g, int64_t* order) {
   std::vector<int64_t> indegree(static_cast<size_t>(n));
   std::vector<std::pair<double, int64_t>> heap;
   heap.reserve(static_cast<size_t>(n));
@@ -332,7 +390,7 @@ void decode_keys(const double* keys, int64_t n, const Graph& g, int64_t* order) 
   }
 }
 
-PyObject* decode_keys_entry(gp::Args& args) {
+PyObject* decode_keys(gp::Args& args) {
   auto keys = args.array<double>(0, "keys");
   Graph g{args.array<int64_t>(1, "pred_ptr"), {}, args.array<int64_t>(2, "succ_ptr"),
           args.array<int64_t>(3, "succ_idx")};
@@ -340,7 +398,7 @@ PyObject* decode_keys_entry(gp::Args& args) {
   PyObject* result = gp::new_array<int64_t>({keys.len()}, &order);
   if (result == nullptr) return nullptr;
   gp::NoGil released;
-  decode_keys(keys.data, keys.len(), g, order.data);
+  decode_order(keys.data, keys.len(), g, order.data);
   return result;
 }
 
@@ -358,7 +416,7 @@ PyObject* score_keys(gp::Args& args) {
   std::vector<int64_t> order(static_cast<size_t>(n)), pos(static_cast<size_t>(n)), load(static_cast<size_t>(n + 1));
   std::vector<int64_t> last(static_cast<size_t>(model.sizes.len()));
   for (int64_t r = 0; r < rows; ++r) {
-    decode_keys(keys.row(r), n, g, order.data());
+    decode_order(keys.row(r), n, g, order.data());
     for (int64_t p = 0; p < n; ++p) pos[order[p]] = p;
     live_bytes(pos.data(), n, model, load.data(), last.data());
     auto [peak, count] = peak_and_count(load.data(), n + 1);
@@ -542,12 +600,7 @@ GP_MODULE(_schedule, "Kernels of gaplanner.schedule (the order search).",
                               "from_start, kept, chunk_words) -> (load, related)"),
           GP_DEF(part_dp, "part_dp(m, pred_mask, inside, before, after, sizes, constant, ip_op, ip_size, ip_ptr, "
                           "ip_host, state_limit) -> (peak or -1, order)"),
-          {"decode_keys",
-           reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
-               +[](PyObject* self, PyObject* const* args, Py_ssize_t nargs) -> PyObject* {
-                 return gp::entry<decode_keys_entry>(self, args, nargs, "decode_keys");
-               })),
-           METH_FASTCALL, "decode_keys(keys, pred_ptr, succ_ptr, succ_idx) -> order"},
+          GP_DEF(decode_keys, "decode_keys(keys, pred_ptr, succ_ptr, succ_idx) -> order"),
           GP_DEF(score_keys, "score_keys(keys, pred_ptr, succ_ptr, succ_idx, model) -> (rows, 2) int64"),
           GP_DEF(local_search, "local_search(order, moves, seed, pred_ptr, pred_idx, succ_ptr, succ_idx, model) "
                                "-> (peak, count); order improved in place"))

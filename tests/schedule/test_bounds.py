@@ -92,6 +92,19 @@ def test_exact_parts_equal_the_best_order(doc, inplace) -> None:
 
 
 @SETTINGS
+@given(graph_documents(max_ops=8), st.integers(0, 1))
+def test_parts_past_the_state_budget_keep_the_reachability_bound(doc, states) -> None:
+    """A budget below a part's two sets (``exact_states`` 0 is allowed) solves none: each keeps its bound."""
+    dag = build_dag(doc)
+    blocks = build_blocks(doc)
+    given_order = topological_order(dag)
+    live = surely_live(dag, blocks, given_order)
+    parts = solve_parts(dag, blocks, given_order, live, state_limit=states)
+    assert parts.solved == 0 and (parts.order == given_order).all()
+    assert parts.bound == max(int(live.load.max()), blocks.kept_bytes, blocks.pinned_top)
+
+
+@SETTINGS
 @given(graph_documents(max_ops=8), st.sampled_from(["auto", "never"]))
 def test_the_cut_bound_is_below_every_order(doc, inplace) -> None:
     rules = Rules(inplace=inplace)
