@@ -150,9 +150,9 @@ struct Conflicts {  // the pair list, or (indptr empty) the happens-before index
 // Best-fit-coalescing where each block's free list is the arena less its placed conflicts: the gaps
 // between them up to the arena's top, in order of offset; none fitting, the largest grows.
 template <class Index>
-void best_fit_over_conflicts(const gp::Array<int64_t>& sizes, const gp::Array<int64_t>& alignments,
-                             const gp::Array<int64_t>& order, Conflicts<Index>& conflicts, int64_t step,
-                             int64_t* offsets) {
+void place_over_conflicts(const gp::Array<int64_t>& sizes, const gp::Array<int64_t>& alignments,
+                          const gp::Array<int64_t>& order, Conflicts<Index>& conflicts, int64_t step,
+                          int64_t* offsets) {
   const int64_t n = sizes.len();
   std::fill(offsets, offsets + n, -1);
   std::vector<int64_t> starts(static_cast<size_t>(n)), ends(static_cast<size_t>(n)), by_start;
@@ -162,6 +162,7 @@ void best_fit_over_conflicts(const gp::Array<int64_t>& sizes, const gp::Array<in
     const int64_t count = conflicts.placed(b, offsets, sizes, starts.data(), ends.data());
     by_start.resize(static_cast<size_t>(count));
     for (int64_t k = 0; k < count; ++k) by_start[k] = k;
+    // Blocks starting together leave no gap between them, so the order of ties is moot.
     std::sort(by_start.begin(), by_start.end(), [&](int64_t a, int64_t c) { return starts[a] < starts[c]; });
     const int64_t size = sizes[b], alignment = alignments[b];
     int64_t best = -1, best_size = std::numeric_limits<int64_t>::max();
@@ -188,7 +189,7 @@ void best_fit_over_conflicts(const gp::Array<int64_t>& sizes, const gp::Array<in
 }
 
 // best_fit_over_conflicts(sizes, alignments, order, indptr, indices, index, step) -> offsets.
-PyObject* best_fit_over_conflicts_entry(gp::Args& args) {
+PyObject* best_fit_over_conflicts(gp::Args& args) {
   auto sizes = args.array<int64_t>(0, "sizes");
   auto alignments = args.array<int64_t>(1, "alignments");
   auto order = args.array<int64_t>(2, "order");
@@ -201,11 +202,11 @@ PyObject* best_fit_over_conflicts_entry(gp::Args& args) {
   if (args.is<int32_t>(4)) {
     Conflicts<int32_t> conflicts(indptr, args.array<int32_t>(4, "indices"), index);
     gp::NoGil released;
-    best_fit_over_conflicts(sizes, alignments, order, conflicts, step, offsets.data);
+    place_over_conflicts(sizes, alignments, order, conflicts, step, offsets.data);
   } else {
     Conflicts<int64_t> conflicts(indptr, args.array<int64_t>(4, "indices"), index);
     gp::NoGil released;
-    best_fit_over_conflicts(sizes, alignments, order, conflicts, step, offsets.data);
+    place_over_conflicts(sizes, alignments, order, conflicts, step, offsets.data);
   }
   return result;
 }
@@ -214,10 +215,5 @@ PyObject* best_fit_over_conflicts_entry(gp::Args& args) {
 
 GP_MODULE(_baselines, "Kernels of gaplanner.search.baselines.",
           GP_DEF(best_fit_coalescing, "best_fit_coalescing(sizes, alignments, lower, reuse_at, step) -> offsets"),
-          {"best_fit_over_conflicts",
-           reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
-               +[](PyObject* self, PyObject* const* args, Py_ssize_t nargs) -> PyObject* {
-                 return gp::entry<best_fit_over_conflicts_entry>(self, args, nargs, "best_fit_over_conflicts");
-               })),
-           METH_FASTCALL,
-           "best_fit_over_conflicts(sizes, alignments, order, indptr, indices, index, step) -> offsets"})
+          GP_DEF(best_fit_over_conflicts,
+                 "best_fit_over_conflicts(sizes, alignments, order, indptr, indices, index, step) -> offsets"))

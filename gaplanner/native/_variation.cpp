@@ -55,7 +55,9 @@ PyObject* crossover(gp::Args& args) {
 
 constexpr int64_t PEAK_MOVE = 0, SWAP = 1, INSERTION = 2;  // else INVERSION (variation.py's MUTATIONS)
 
-// Move one critical block to an earlier place in the order (uniform distance).
+// Move one critical block (critical[block]) to an earlier place in the order. The blocks ending at the
+// peak are the ones to lower; placing one of them earlier lets first-fit find it a lower gap before the
+// others fill it. The distance is uniform: favouring short moves, cheap to re-decode, did worse.
 void peak_move(int64_t* order, int64_t n, const bool* critical, double u, double v) {
   int64_t count = 0;
   for (int64_t b = 0; b < n; ++b) count += critical[b];
