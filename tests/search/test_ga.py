@@ -24,6 +24,7 @@ from gaplanner.search.ga import (
     most_scored_per_generation,
     run_ga,
 )
+from gaplanner.search.ga.budget import GENERATION_MARGIN
 from service.testing import unreachable_bound_document
 from tests.oracles import brute_force_peaks
 
@@ -166,6 +167,19 @@ def test_pacing_starts_only_a_step_that_fits_the_time_left() -> None:
     pacing.measured(LOCAL_SEARCH, 0.05)
     assert pacing.next_step(0.1) == LOCAL_SEARCH
     assert Pacing.for_search(GASettings(local_search=0), 6.0).next_step(5.0) is None
+
+
+def test_a_generation_slowed_once_is_reckoned_again_from_the_local_search() -> None:
+    settings = GASettings()
+    share = settings.local_search / most_scored_per_generation(settings)
+    pacing = Pacing.for_search(settings, generation_seconds=100.0)  # as if the machine stalled
+    assert pacing.next_step(10.0) == LOCAL_SEARCH
+    pacing.measured(LOCAL_SEARCH, 0.1)
+    assert pacing.generation_seconds == pytest.approx(GENERATION_MARGIN * 0.1 / share)
+    assert pacing.next_step(10.0) == GENERATION
+    pacing.measured(GENERATION, 1.0)
+    pacing.measured(LOCAL_SEARCH, 0.9)  # a slow local search never raises a generation's estimate
+    assert pacing.generation_seconds == 1.0
 
 
 def test_a_search_whose_generations_no_longer_fit_searches_locally_until_the_limit(monkeypatch) -> None:

@@ -104,7 +104,7 @@ class IslandWorker:
             self.fitness = PopulationFitness(problem, settings.use_contiguity)  # shared; a counter each
             self.guide = HoleGuide.for_problem(problem)
         self.stopped = False
-        self.pacing = Pacing(0.0, 0.0, settings.local_search > 0)  # the last steps' times, as in run_ga
+        self.pacing = Pacing.for_search(settings, 0.0)  # the last steps' times, as in run_ga
         self._lock = threading.Lock()
 
     def pid(self) -> int:

@@ -26,6 +26,9 @@ from gaplanner.search.neighbours import uses_intervals, uses_order_index
 GENERATION, LOCAL_SEARCH = "generation", "local search"
 #: Why a search ends before its first generation (its starting plan kept): not even that fits the time left.
 NO_GENERATION_FITS = "time limit: no generation fits the budget"
+#: A generation reckoned from a local search's time: so many times the scoring it does, for the rest of
+#: its work (selection, variation, migration) and a margin against overrunning the limit.
+GENERATION_MARGIN = 2.0
 
 
 #: Of a search bounded by a time limit, the generations its population is sized for.
@@ -148,18 +151,22 @@ class Pacing:
     generation no longer fits leaves part of the budget unused. So the
     search then runs each island's local search alone (a few hole moves from
     its best individuals, decoded from where they depart from them) as long
-    as one fits.
+    as one fits. A generation slowed once (the machine stalled) would then
+    stop every later one: each local search's time, scaled by the share of a
+    generation's scoring it does (``local_search_share``, 0: never), lowers
+    the generation's estimate again.
     """
 
     generation_seconds: float
     local_search_seconds: float
     has_local_search: bool
+    local_search_share: float = 0.0
 
     @classmethod
     def for_search(cls, settings: GASettings, generation_seconds: float) -> Pacing:
         """Estimate the local search as the share of a generation's scoring it does."""
         share = settings.local_search / most_scored_per_generation(settings)
-        return cls(generation_seconds, generation_seconds * share, settings.local_search > 0)
+        return cls(generation_seconds, generation_seconds * share, settings.local_search > 0, share)
 
     def next_step(self, seconds_left: float | None) -> str | None:
         if seconds_left is None or self.generation_seconds <= seconds_left:
@@ -171,8 +178,11 @@ class Pacing:
     def measured(self, step: str, seconds: float) -> None:
         if step == GENERATION:
             self.generation_seconds = seconds
-        else:
-            self.local_search_seconds = seconds
+            return
+        self.local_search_seconds = seconds
+        if self.local_search_share > 0:
+            reckoned = GENERATION_MARGIN * seconds / self.local_search_share
+            self.generation_seconds = min(self.generation_seconds, reckoned)
 
     def run(self, step: str, islands: Iterable[Island]) -> None:
         """Run ``step`` on every island and keep its time for the next decision."""
