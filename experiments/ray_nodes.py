@@ -1,6 +1,6 @@
 """Islands on one Ray node or on two: evaluations per second, and where the batch runner's cells ran.
 
-    python -m experiments.ray_nodes [--seconds 40] [--cells 8] [--cell-seconds 4]
+    python -m experiments.ray_nodes [--seconds 40] [--blocks 150,600] [--cells 8] [--cell-seconds 4]
 
 A real two-node Ray cluster on this machine (:func:`experiments.faults_ray.two_hosts`:
 two network namespaces joined by a veth pair), each node given one CPU
@@ -13,8 +13,11 @@ two network namespaces joined by a veth pair), each node given one CPU
 
 The ``gaplanner`` process runs on the head's core in both.
 
-Both runs are the island GA alone (``--no-exact``) on a 150-block problem whose
-bound it cannot reach, for ``--seconds``. Evaluations per second are the
+Both runs are the island GA alone (``--no-exact``) on problems of ``--blocks``
+blocks whose bound it cannot reach, for ``--seconds``: at 150 blocks a unit (an
+island's ten generations between migrations) takes about as long as a few of
+Ray's round trips, so the driver's work per unit shows; at 600 a unit is about
+ten times longer. Evaluations per second are the
 search's own, from its trace: from the first record after the workers are up to
 the last, so Ray's start-up is left out of both. Then the batch runner
 (``python -m experiments.run``) plans ``--cells`` GA cells of ``--cell-seconds``
@@ -62,10 +65,10 @@ stall_generations = 1000000
 """
 
 
-def search_rate(hosts: Hosts, workers: int, seconds: float) -> dict[str, Any]:
+def search_rate(hosts: Hosts, workers: int, seconds: float, blocks: int) -> dict[str, Any]:
     """``gaplanner plan`` on the cluster with ``workers`` island workers: its evaluations per second."""
-    document = unreachable_bound_document(150, seed=3)
-    source, output = hosts.workdir / "input.json", hosts.workdir / f"plan{workers}.json"
+    document = unreachable_bound_document(blocks, seed=3)
+    source, output = hosts.workdir / f"input{blocks}.json", hosts.workdir / f"plan{blocks}-{workers}.json"
     source.write_text(json.dumps(document))
     hosts.run(
         hosts.head, "taskset", "-c", "0", sys.executable, "-m", "gaplanner.cli", "plan", str(source),
@@ -103,7 +106,7 @@ def cells_per_node(hosts: Hosts, cells: int, cell_seconds: float) -> dict[str, l
     return spread
 
 
-def measure(seconds: float, cells: int, cell_seconds: float) -> dict[str, Any]:
+def measure(seconds: float, sizes: list[int], cells: int, cell_seconds: float) -> dict[str, Any]:
     """Both rates and the cells' spread on a fresh cluster; {"skipped": reason} where it cannot run."""
     reason = why_not()
     if reason:
@@ -113,16 +116,18 @@ def measure(seconds: float, cells: int, cell_seconds: float) -> dict[str, Any]:
     try:
         with two_hosts(workdir) as hosts:
             start_head(hosts, settings, core=0)
-            one = search_rate(hosts, 1, seconds)
+            one = {blocks: search_rate(hosts, 1, seconds, blocks) for blocks in sizes}
             join_node(hosts, settings, core=1)
-            two = search_rate(hosts, 2, seconds)
+            two = {blocks: search_rate(hosts, 2, seconds, blocks) for blocks in sizes}
             spread = cells_per_node(hosts, cells, cell_seconds)
             return {"one node": one, "two nodes": two, "cells": spread, "load": os.getloadavg()[0]}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-HEADER = ["nodes", "island workers", "evaluations/s", "vs one node", "seconds measured", "Ray start-up s"]
+HEADER = [
+    "blocks", "nodes", "island workers", "evaluations/s", "vs one node", "seconds measured", "Ray start-up s"
+]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,34 +135,38 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=40.0, help="each search's time limit")
+    parser.add_argument("--blocks", default="150,600", help="the problems' sizes, comma-separated")
     parser.add_argument("--cells", type=int, default=8, help="batch runner cells")
     parser.add_argument("--cell-seconds", type=float, default=4.0)
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
-    result = measure(args.seconds, args.cells, args.cell_seconds)
+    sizes = [int(blocks) for blocks in args.blocks.split(",")]
+    result = measure(args.seconds, sizes, args.cells, args.cell_seconds)
     print(json.dumps(result, indent=2))
     if "skipped" in result:
         print(f"skipped: {result['skipped']}", file=sys.stderr)
         return 0
     one, two = result["one node"], result["two nodes"]
     rows = [
-        [nodes, nodes, f"{r['evaluations_per_second']:,.0f}",
-         f"{r['evaluations_per_second'] / one['evaluations_per_second']:.2f}",
+        [blocks, nodes, nodes, f"{r['evaluations_per_second']:,.0f}",
+         f"{r['evaluations_per_second'] / one[blocks]['evaluations_per_second']:.2f}",
          f"{r['span_seconds']:.1f}", f"{r['startup_seconds']:.1f}"]
-        for nodes, r in ((1, one), (2, two))
+        for blocks in sizes for nodes, r in ((1, one[blocks]), (2, two[blocks]))
     ]  # fmt: skip
     cells = sorted(result["cells"].items())
     spread = ", ".join(f"{node}: {n} ({seconds:.0f} s)" for node, (n, seconds) in cells)
     notes = (
         "Two network namespaces on one 2-core machine, each node `--num-cpus 1` and pinned to its own core,"
         " the `gaplanner plan` process on the head's core (with one worker it searches in-process);"
-        f" the island GA alone on a 150-block problem, seed 1, `--time-limit {args.seconds:g}`."
+        f" the island GA alone on problems of {args.blocks} blocks (unreachable bounds), seed 1,"
+        f" `--time-limit {args.seconds:g}`."
         " Evaluations per second from the search's trace after the workers were up."
         f" Batch runner: {args.cells} cells of {args.cell_seconds:g} s ran {spread}"
         f" (cells per node address, and the seconds they took)."
         f" Load average (1 min) {load_before:.1f} before, {result['load']:.1f} after."
     )
-    command = f"python -m experiments.ray_nodes --seconds {args.seconds:g} --cells {args.cells}"
+    command = f"python -m experiments.ray_nodes --seconds {args.seconds:g} --blocks {args.blocks}"
+    command += f" --cells {args.cells}"
     command += f" --cell-seconds {args.cell_seconds:g}"
     write_results("ray-nodes", "Islands on one Ray node or two", HEADER, rows, command, notes)
     return 0
