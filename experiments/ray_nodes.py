@@ -9,7 +9,9 @@ two network namespaces joined by a veth pair), each node given one CPU
 
 1. **one node**: the head alone; ``gaplanner plan --ray-address ... --workers 1`` (one worker does not
    pay for Ray, so the search runs in the ``gaplanner`` process itself, on the head's core);
-2. **two nodes**: the second node joined; ``--workers 2``; the same problem, seed and seconds.
+2. **two nodes**: the second node joined; ``--workers 2``; the same problem, seed and seconds;
+3. **two separate searches**: ``--workers 1`` twice at once, one on each node's core, sharing
+   nothing: the most the two cores give together, which islands on two nodes can at best match.
 
 The ``gaplanner`` process runs on the head's core in both.
 
@@ -65,21 +67,27 @@ stall_generations = 1000000
 """
 
 
-def search_rate(hosts: Hosts, workers: int, seconds: float, blocks: int) -> dict[str, Any]:
-    """``gaplanner plan`` on the cluster with ``workers`` island workers: its evaluations per second."""
+def _plan_argv(source: Path, output: Path, core: int, seconds: float, *options: str) -> list[str]:
+    return [
+        "taskset", "-c", str(core), sys.executable, "-m", "gaplanner.cli", "plan", str(source), *options,
+        "--time-limit", str(seconds), "--stall-generations", "1000000", "--seed", "1", "--no-exact",
+        "--quiet", "-o", str(output),
+    ]  # fmt: skip
+
+
+def _input(hosts: Hosts, blocks: int) -> tuple[dict, Path]:
     document = unreachable_bound_document(blocks, seed=3)
-    source, output = hosts.workdir / f"input{blocks}.json", hosts.workdir / f"plan{blocks}-{workers}.json"
+    source = hosts.workdir / f"input{blocks}.json"
     source.write_text(json.dumps(document))
-    hosts.run(
-        hosts.head, "taskset", "-c", "0", sys.executable, "-m", "gaplanner.cli", "plan", str(source),
-        "--workers", str(workers),
-        "--ray-address", f"{HEAD_IP}:{PORT}", "--time-limit", str(seconds), "--stall-generations", "1000000",
-        "--seed", "1", "--no-exact", "--quiet", "-o", str(output), timeout=seconds + 300,
-    )  # fmt: skip
+    return document, source
+
+
+def _rate(document: dict, output: Path) -> dict[str, Any]:
+    """A plan's evaluations per second from its trace, after its first record (the workers up)."""
     plan = json.loads(output.read_text())
     check_plan(document, plan)  # raises if the plan does not verify
     if len(plan["trace"]) < 3:
-        raise RuntimeError(f"{workers} worker(s): too few generations to measure ({plan['stop_reason']})")
+        raise RuntimeError(f"{output.name}: too few generations to measure ({plan['stop_reason']})")
     first, last = plan["trace"][1], plan["trace"][-1]
     span = last["elapsed"] - first["elapsed"]
     return {
@@ -87,6 +95,40 @@ def search_rate(hosts: Hosts, workers: int, seconds: float, blocks: int) -> dict
         "span_seconds": span,
         "startup_seconds": first["elapsed"],
         "peak": plan["peak"],
+    }
+
+
+def search_rate(hosts: Hosts, workers: int, seconds: float, blocks: int) -> dict[str, Any]:
+    """``gaplanner plan`` on the cluster with ``workers`` island workers: its evaluations per second."""
+    document, source = _input(hosts, blocks)
+    output = hosts.workdir / f"plan{blocks}-{workers}.json"
+    ray = ("--workers", str(workers), "--ray-address", f"{HEAD_IP}:{PORT}")
+    hosts.run(hosts.head, *_plan_argv(source, output, 0, seconds, *ray), timeout=seconds + 300)
+    return _rate(document, output)
+
+
+def separate_rate(hosts: Hosts, seconds: float, blocks: int) -> dict[str, Any]:
+    """Two searches at once, no Ray, one on each node's core: what the two cores give work that
+    never talks (the ceiling for the islands on two nodes), evaluations per second summed."""
+    document, source = _input(hosts, blocks)
+    outputs = [hosts.workdir / f"separate{blocks}-{core}.json" for core in (0, 1)]
+    runs = [
+        hosts.start(
+            namespace,
+            *_plan_argv(source, output, core, seconds, "--workers", "1"),
+            log=output.with_suffix(".log"),
+        )
+        for namespace, output, core in ((hosts.head, outputs[0], 0), (hosts.node, outputs[1], 1))
+    ]
+    for run in runs:
+        if run.wait(timeout=seconds + 300) != 0:
+            raise RuntimeError(f"a separate search failed: see {hosts.workdir}")
+    rates = [_rate(document, output) for output in outputs]
+    return {
+        "evaluations_per_second": sum(r["evaluations_per_second"] for r in rates),
+        "span_seconds": min(r["span_seconds"] for r in rates),
+        "startup_seconds": max(r["startup_seconds"] for r in rates),
+        "peak": min(r["peak"] for r in rates),
     }
 
 
@@ -119,15 +161,41 @@ def measure(seconds: float, sizes: list[int], cells: int, cell_seconds: float) -
             one = {blocks: search_rate(hosts, 1, seconds, blocks) for blocks in sizes}
             join_node(hosts, settings, core=1)
             two = {blocks: search_rate(hosts, 2, seconds, blocks) for blocks in sizes}
+            separate = {blocks: separate_rate(hosts, seconds, blocks) for blocks in sizes}
             spread = cells_per_node(hosts, cells, cell_seconds)
-            return {"one node": one, "two nodes": two, "cells": spread, "load": os.getloadavg()[0]}
+            return {
+                "one node": one, "two nodes": two, "two separate searches": separate, "cells": spread,
+                "load": os.getloadavg()[0],
+            }  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 HEADER = [
-    "blocks", "nodes", "island workers", "evaluations/s", "vs one node", "seconds measured", "Ray start-up s"
+    "blocks", "run", "evaluations/s", "vs one node", "vs two separate searches", "seconds measured",
+    "start-up s",
 ]  # fmt: skip
+RUNS = {
+    "one node": "one node, the search in-process",
+    "two nodes": "two nodes, 2 island workers on Ray",
+    "two separate searches": "two separate searches at once, one per core, no Ray",
+}
+
+
+def table_rows(result: dict[str, Any], sizes: list[int]) -> list[list[Any]]:
+    rows = []
+    for blocks in sizes:
+        one, ceiling = (
+            result[run][blocks]["evaluations_per_second"] for run in ("one node", "two separate searches")
+        )
+        for run, label in RUNS.items():
+            r = result[run][blocks]
+            rate = r["evaluations_per_second"]
+            rows.append([
+                blocks, label, f"{rate:,.0f}", f"{rate / one:.2f}", f"{rate / ceiling:.2f}",
+                f"{r['span_seconds']:.1f}", f"{r['startup_seconds']:.1f}",
+            ])  # fmt: skip
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,13 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if "skipped" in result:
         print(f"skipped: {result['skipped']}", file=sys.stderr)
         return 0
-    one, two = result["one node"], result["two nodes"]
-    rows = [
-        [blocks, nodes, nodes, f"{r['evaluations_per_second']:,.0f}",
-         f"{r['evaluations_per_second'] / one[blocks]['evaluations_per_second']:.2f}",
-         f"{r['span_seconds']:.1f}", f"{r['startup_seconds']:.1f}"]
-        for blocks in sizes for nodes, r in ((1, one[blocks]), (2, two[blocks]))
-    ]  # fmt: skip
+    rows = table_rows(result, sizes)
     cells = sorted(result["cells"].items())
     spread = ", ".join(f"{node}: {n} ({seconds:.0f} s)" for node, (n, seconds) in cells)
     notes = (
@@ -160,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         " the `gaplanner plan` process on the head's core (with one worker it searches in-process);"
         f" the island GA alone on problems of {args.blocks} blocks (unreachable bounds), seed 1,"
         f" `--time-limit {args.seconds:g}`."
-        " Evaluations per second from the search's trace after the workers were up."
+        " Evaluations per second from the search's trace after the workers were up (the separate"
+        " searches' summed). The separate searches share nothing, so they show what the two cores"
+        " give at once: on a machine whose cores slow each other down that is less than twice one,"
+        " and islands spread over the two nodes can at best match it."
         f" Batch runner: {args.cells} cells of {args.cell_seconds:g} s ran {spread}"
         f" (cells per node address, and the seconds they took)."
         f" Load average (1 min) {load_before:.1f} before, {result['load']:.1f} after."
