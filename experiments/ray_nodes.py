@@ -13,15 +13,15 @@ two network namespaces joined by a veth pair), each node given one CPU
 3. **two separate searches**: ``--workers 1`` twice at once, one on each node's core, sharing
    nothing: the most the two cores give together, which islands on two nodes can at best match.
 
-The ``gaplanner`` process runs on the head's core in both.
+The ``gaplanner`` process of the first two runs is on the head's core.
 
-Both runs are the island GA alone (``--no-exact``) on problems of ``--blocks``
+The runs are the island GA alone (``--no-exact``) on problems of ``--blocks``
 blocks whose bound it cannot reach, for ``--seconds``: at 150 blocks a unit (an
 island's ten generations between migrations) takes about as long as a few of
 Ray's round trips, so the driver's work per unit shows; at 600 a unit is about
 ten times longer. Evaluations per second are the
 search's own, from its trace: from the first record after the workers are up to
-the last, so Ray's start-up is left out of both. Then the batch runner
+the last, so Ray's start-up is left out. Then the batch runner
 (``python -m experiments.run``) plans ``--cells`` GA cells of ``--cell-seconds``
 (the same problem, a seed each, so each cell runs its whole budget) on the two
 nodes; each row names the node that ran it, and the seconds each node spent on
