@@ -16,6 +16,7 @@ import pytest
 
 from gaplanner.plans.plan import GenerationRecord
 from gaplanner.progress import ProgressLine
+from service.testing import unreachable_bound_document
 
 
 def _read_all(master: int, seconds: float = 0.3) -> str:
@@ -62,9 +63,12 @@ def test_quiet_or_not_a_terminal_shows_nothing() -> None:
 
 
 def _plan_on_a_terminal(tmp_path: Path, *flags: str) -> tuple[dict, str]:
-    """The plan (stdout, into a file) and what a terminal on stderr showed, for a run of a few seconds."""
+    """The plan (stdout, into a file) and what a terminal on stderr showed, for a run of its whole 3 s:
+    a problem whose bound no plan meets, so that no search ends before the progress line shows."""
+    source = tmp_path / "unreachable.json"
+    source.write_text(json.dumps(unreachable_bound_document(150, seed=3)))
     master, slave = pty.openpty()
-    command = [sys.executable, "-m", "gaplanner.cli", "plan", "zoo:densenet121@2", "--time-limit", "3"]
+    command = [sys.executable, "-m", "gaplanner.cli", "plan", str(source), "--time-limit", "3"]
     with (tmp_path / "plan.json").open("w") as out:
         child = subprocess.Popen([*command, *flags], stdout=out, stderr=slave)
         os.close(slave)
